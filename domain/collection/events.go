@@ -1,0 +1,78 @@
+package collection
+
+import "time"
+
+// Stable event type names. They are stored with every event and must never change; a new shape
+// gets a new schema version under eventschema, not a new name.
+const (
+	EventStarted             = "collection.started"
+	EventClaimed             = "collection.claimed"
+	EventStatusChanged       = "collection.status-changed"
+	EventInsurancesCollected = "collection.insurances-collected"
+)
+
+// Started records a client's request to collect. Personal data sits only in Personal, so that it
+// can be encrypted per data subject and erased (crypto-shredding) without touching the rest.
+type Started struct {
+	CollectionID string         `json:"collectionId"`
+	ClientID     string         `json:"clientId"`
+	Company      string         `json:"company"`
+	Product      Product        `json:"product"`
+	LoginMethod  string         `json:"loginMethod"`
+	APIVersion   string         `json:"apiVersion"`
+	UserUUID     string         `json:"userUuid,omitempty"`
+	RequestHash  string         `json:"requestHash"`
+	StartedAt    time.Time      `json:"startedAt"`
+	Personal     *StartedPerson `json:"personal,omitempty"`
+}
+
+// StartedPerson is the personal data given when the collection started.
+type StartedPerson struct {
+	PersonalNumber   string `json:"personalNumber,omitempty"`
+	AccountOwnerName string `json:"accountOwnerName,omitempty"`
+}
+
+// Claimed records that a connector worker took the collection's company session.
+type Claimed struct {
+	WorkerID  string    `json:"workerId"`
+	ClaimedAt time.Time `json:"claimedAt"`
+}
+
+// StatusChanged records a move of the state machine.
+type StatusChanged struct {
+	From             Status         `json:"from"`
+	To               Status         `json:"to"`
+	ExtraInformation map[string]any `json:"extraInformation,omitempty"`
+	ChangedAt        time.Time      `json:"changedAt"`
+}
+
+// InsurancesCollected records the insurances a company returned.
+type InsurancesCollected struct {
+	Insurances  []Insurance        `json:"insurances"`
+	CollectedAt time.Time          `json:"collectedAt"`
+	Personal    *InsurancesPersons `json:"personal,omitempty"`
+}
+
+// Insurance is one insurance as the company reported it. Pointers are unknown when nil: a missing
+// data point is never 0 or "".
+type Insurance struct {
+	ID               string   `json:"id"`
+	InsuranceType    string   `json:"insuranceType"`
+	InsuranceNumber  *string  `json:"insuranceNumber,omitempty"`
+	DisplayName      *string  `json:"displayName,omitempty"`
+	Premium          *float64 `json:"premium,omitempty"`
+	PremiumFrequency *string  `json:"premiumFrequency,omitempty"`
+	Currency         *string  `json:"currency,omitempty"`
+	RenewalDate      *string  `json:"renewalDate,omitempty"`
+	StartDate        *string  `json:"startDate,omitempty"`
+}
+
+// InsurancesPersons holds the holders' names by insurance id.
+type InsurancesPersons struct {
+	HolderNames map[string]string `json:"holderNames,omitempty"`
+}
+
+func (Started) EventType() string             { return EventStarted }
+func (Claimed) EventType() string             { return EventClaimed }
+func (StatusChanged) EventType() string       { return EventStatusChanged }
+func (InsurancesCollected) EventType() string { return EventInsurancesCollected }

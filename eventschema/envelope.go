@@ -1,0 +1,129 @@
+// Package eventschema is the contract between event writers and readers: the envelope, every
+// event type with its stable name and schema versions, JSON Schemas, upcasters and the rules that
+// map streams to Kafka topics and keys.
+package eventschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Envelope is one stored event with everything a reader needs besides the payload. Stream,
+// Revision and Position are assigned by the event store on append.
+type Envelope struct {
+	EventID       string          `json:"eventId"`
+	Type          string          `json:"type"`
+	SchemaVersion int             `json:"schemaVersion"`
+	Tenant        string          `json:"tenant"`
+	Stream        string          `json:"stream"`
+	Revision      uint64          `json:"revision"`
+	Position      uint64          `json:"position"`
+	OccurredAt    time.Time       `json:"occurredAt"`
+	CorrelationID string          `json:"correlationId,omitempty"`
+	CausationID   string          `json:"causationId,omitempty"`
+	Actor         string          `json:"actor,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+}
+
+// Metadata is the part of the envelope that stores keep beside the payload (EventStoreDB's
+// user metadata, a column set in SQLite, Kafka headers).
+type Metadata struct {
+	SchemaVersion int       `json:"schemaVersion"`
+	Tenant        string    `json:"tenant"`
+	OccurredAt    time.Time `json:"occurredAt"`
+	CorrelationID string    `json:"correlationId,omitempty"`
+	CausationID   string    `json:"causationId,omitempty"`
+	Actor         string    `json:"actor,omitempty"`
+}
+
+// Metadata returns the envelope's metadata part.
+func (e Envelope) Metadata() Metadata {
+	return Metadata{SchemaVersion: e.SchemaVersion, Tenant: e.Tenant, OccurredAt: e.OccurredAt,
+		CorrelationID: e.CorrelationID, CausationID: e.CausationID, Actor: e.Actor}
+}
+
+// WithMetadata copies m into the envelope.
+func (e Envelope) WithMetadata(m Metadata) Envelope {
+	e.SchemaVersion, e.Tenant, e.OccurredAt = m.SchemaVersion, m.Tenant, m.OccurredAt
+	e.CorrelationID, e.CausationID, e.Actor = m.CorrelationID, m.CausationID, m.Actor
+	return e
+}
+
+// Category is the part of a stream name before the first hyphen ("collection" for
+// "collection-<uuid>"), as EventStoreDB's $ce- projections read it.
+func Category(stream string) string {
+	if i := strings.IndexByte(stream, '-'); i > 0 {
+		return stream[:i]
+	}
+	return stream
+}
+
+// Topic is the Kafka topic that carries a category's events.
+func Topic(category string) string { return "samla." + category + ".events" }
+
+// Categories lists every stream category Samla writes, and so every topic the relay feeds.
+func Categories() []string {
+	return []string{"collection", "cancellation", "consent", "user", "client"}
+}
+
+// Topics lists the topics of every category.
+func Topics() []string {
+	cs := Categories()
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = Topic(c)
+	}
+	return out
+}
+
+// Kafka header names. Values are strings.
+const (
+	HeaderType          = "samla-type"
+	HeaderSchemaVersion = "samla-schema-version"
+	HeaderTenant        = "samla-tenant"
+	HeaderPosition      = "samla-position"
+	HeaderEventID       = "samla-event-id"
+)
+
+// TopicMessage is an envelope as it travels on Kafka: the key is the stream id so that one
+// aggregate's events keep their order in one partition, and the value is the whole envelope.
+type TopicMessage struct {
+	Topic   string
+	Key     []byte
+	Value   []byte
+	Headers map[string]string
+}
+
+// ToMessage maps an envelope to its Kafka message.
+func ToMessage(e Envelope) (TopicMessage, error) {
+	value, err := json.Marshal(e)
+	if err != nil {
+		return TopicMessage{}, fmt.Errorf("encode envelope %s/%d: %w", e.Stream, e.Revision, err)
+	}
+	return TopicMessage{
+		Topic: Topic(Category(e.Stream)),
+		Key:   []byte(e.Stream),
+		Value: value,
+		Headers: map[string]string{
+			HeaderType:          e.Type,
+			HeaderSchemaVersion: fmt.Sprint(e.SchemaVersion),
+			HeaderTenant:        e.Tenant,
+			HeaderPosition:      fmt.Sprint(e.Position),
+			HeaderEventID:       e.EventID,
+		},
+	}, nil
+}
+
+// FromMessage decodes a Kafka message value back into its envelope.
+func FromMessage(value []byte) (Envelope, error) {
+	var e Envelope
+	if err := json.Unmarshal(value, &e); err != nil {
+		return Envelope{}, fmt.Errorf("decode envelope: %w", err)
+	}
+	if e.EventID == "" || e.Type == "" || e.Stream == "" {
+		return Envelope{}, fmt.Errorf("decode envelope: missing id, type or stream")
+	}
+	return e, nil
+}

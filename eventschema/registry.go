@@ -1,0 +1,237 @@
+package eventschema
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+)
+
+//go:embed schemas
+var schemaFiles embed.FS
+
+// ErrUnknownType is returned for an event type the registry does not know.
+var ErrUnknownType = errors.New("unknown event type")
+
+// Upcaster turns a payload of schema version n into version n+1.
+type Upcaster func(payload json.RawMessage) (json.RawMessage, error)
+
+type eventType struct {
+	name      string
+	current   int
+	decode    func(json.RawMessage) (domain.Event, error)
+	upcasters map[int]Upcaster // from version → to version+1
+	schemas   map[int]*jsonschema.Schema
+}
+
+// Registry knows every event type Samla stores: how to encode it, how to decode and upcast
+// every schema version ever written, and the JSON Schema of each version.
+type Registry struct {
+	types map[string]*eventType
+}
+
+// decoder returns the decode function for one Go event type.
+func decoder[E domain.Event]() func(json.RawMessage) (domain.Event, error) {
+	return func(raw json.RawMessage) (domain.Event, error) {
+		var e E
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&e); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
+}
+
+// NewRegistry builds the registry of every Samla event type. It is built explicitly, not from
+// init() side effects, so that what is registered is visible here.
+func NewRegistry() (*Registry, error) {
+	r := &Registry{types: map[string]*eventType{}}
+	defs := []*eventType{
+		{name: collection.EventStarted, current: 2, decode: decoder[collection.Started](),
+			upcasters: map[int]Upcaster{1: upcastCollectionStartedV1}},
+		{name: collection.EventClaimed, current: 1, decode: decoder[collection.Claimed]()},
+		{name: collection.EventStatusChanged, current: 1, decode: decoder[collection.StatusChanged]()},
+		{name: collection.EventInsurancesCollected, current: 1, decode: decoder[collection.InsurancesCollected]()},
+		{name: client.EventRegistered, current: 1, decode: decoder[client.Registered]()},
+		{name: client.EventAPIKeyIssued, current: 1, decode: decoder[client.APIKeyIssued]()},
+		{name: client.EventAPIKeyRevoked, current: 1, decode: decoder[client.APIKeyRevoked]()},
+	}
+	compiler := jsonschema.NewCompiler()
+	for _, d := range defs {
+		d.schemas = map[int]*jsonschema.Schema{}
+		for v := 1; v <= d.current; v++ {
+			path := schemaPath(d.name, v)
+			raw, err := fs.ReadFile(schemaFiles, path)
+			if err != nil {
+				return nil, fmt.Errorf("schema of %s v%d: %w", d.name, v, err)
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				return nil, fmt.Errorf("parse schema %s: %w", path, err)
+			}
+			url := "samla:///" + path
+			if err := compiler.AddResource(url, doc); err != nil {
+				return nil, fmt.Errorf("add schema %s: %w", path, err)
+			}
+			s, err := compiler.Compile(url)
+			if err != nil {
+				return nil, fmt.Errorf("compile schema %s: %w", path, err)
+			}
+			d.schemas[v] = s
+			if v < d.current && d.upcasters[v] == nil {
+				return nil, fmt.Errorf("%s v%d has no upcaster to v%d", d.name, v, v+1)
+			}
+		}
+		r.types[d.name] = d
+	}
+	return r, nil
+}
+
+func schemaPath(typ string, version int) string {
+	return fmt.Sprintf("schemas/%s.v%d.json", typ, version)
+}
+
+// Types lists the registered type names, sorted.
+func (r *Registry) Types() []string {
+	out := make([]string, 0, len(r.types))
+	for n := range r.types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CurrentVersion is the schema version writers use for a type.
+func (r *Registry) CurrentVersion(typ string) (int, error) {
+	t, ok := r.types[typ]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", ErrUnknownType, typ)
+	}
+	return t.current, nil
+}
+
+// Encode marshals a domain event in its current schema version and validates it against the
+// schema, so that nothing malformed is ever stored.
+func (r *Registry) Encode(e domain.Event) (typ string, version int, payload json.RawMessage, err error) {
+	t, ok := r.types[e.EventType()]
+	if !ok {
+		return "", 0, nil, fmt.Errorf("%w: %s", ErrUnknownType, e.EventType())
+	}
+	payload, err = json.Marshal(e)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("encode %s: %w", t.name, err)
+	}
+	if err := r.Validate(t.name, t.current, payload); err != nil {
+		return "", 0, nil, err
+	}
+	return t.name, t.current, payload, nil
+}
+
+// Validate checks a payload against the JSON Schema of its type and version.
+func (r *Registry) Validate(typ string, version int, payload json.RawMessage) error {
+	t, ok := r.types[typ]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownType, typ)
+	}
+	s, ok := t.schemas[version]
+	if !ok {
+		return fmt.Errorf("%s has no schema version %d", typ, version)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("%s v%d payload is not JSON: %w", typ, version, err)
+	}
+	if err := s.Validate(doc); err != nil {
+		return fmt.Errorf("%s v%d payload breaks its schema: %w", typ, version, err)
+	}
+	return nil
+}
+
+// Upcast brings a payload from the version it was written in to the current one.
+func (r *Registry) Upcast(typ string, version int, payload json.RawMessage) (json.RawMessage, error) {
+	t, ok := r.types[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownType, typ)
+	}
+	if version < 1 || version > t.current {
+		return nil, fmt.Errorf("%s has no schema version %d (current %d)", typ, version, t.current)
+	}
+	for v := version; v < t.current; v++ {
+		next, err := t.upcasters[v](payload)
+		if err != nil {
+			return nil, fmt.Errorf("upcast %s v%d→v%d: %w", typ, v, v+1, err)
+		}
+		payload = next
+	}
+	return payload, nil
+}
+
+// Decode turns a stored envelope into its domain event, upcasting old versions on read.
+func (r *Registry) Decode(env Envelope) (domain.Event, error) {
+	payload, err := r.Upcast(env.Type, env.SchemaVersion, env.Payload)
+	if err != nil {
+		return nil, err
+	}
+	e, err := r.types[env.Type].decode(payload)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s v%d at %s/%d: %w", env.Type, env.SchemaVersion, env.Stream, env.Revision, err)
+	}
+	return e, nil
+}
+
+// DecodeAll decodes a stream's envelopes in order.
+func (r *Registry) DecodeAll(envs []Envelope) ([]domain.Event, error) {
+	out := make([]domain.Event, 0, len(envs))
+	for _, env := range envs {
+		e, err := r.Decode(env)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// upcastCollectionStartedV1 upgrades the first collection.started shape. Version 1 was written
+// when only the 2025-01-01 API existed: the request's untyped input map was stored as it came
+// and every collection was an insurance collection. Version 2 keeps personal data in its own
+// field (for crypto-shredding), names the product and carries the idempotency request hash.
+func upcastCollectionStartedV1(raw json.RawMessage) (json.RawMessage, error) {
+	var v1 struct {
+		CollectionID string            `json:"collectionId"`
+		ClientID     string            `json:"clientId"`
+		Company      string            `json:"company"`
+		LoginMethod  string            `json:"loginMethod"`
+		APIVersion   string            `json:"apiVersion"`
+		StartedAt    json.RawMessage   `json:"startedAt"`
+		Input        map[string]string `json:"input"`
+	}
+	if err := json.Unmarshal(raw, &v1); err != nil {
+		return nil, err
+	}
+	v2 := map[string]any{
+		"collectionId": v1.CollectionID, "clientId": v1.ClientID, "company": v1.Company,
+		"product": string(collection.ProductInsurance), "loginMethod": v1.LoginMethod,
+		"apiVersion": v1.APIVersion, "requestHash": "", "startedAt": v1.StartedAt,
+	}
+	personal := map[string]string{}
+	if pn := v1.Input["SWEDISH_PERSONAL_NUMBER"]; pn != "" {
+		personal["personalNumber"] = pn
+	}
+	if name := v1.Input["ACCOUNT_OWNER_NAME"]; name != "" {
+		personal["accountOwnerName"] = name
+	}
+	if len(personal) > 0 {
+		v2["personal"] = personal
+	}
+	return json.Marshal(v2)
+}
