@@ -1,0 +1,70 @@
+// Package metrics holds Samla's Prometheus collectors. One Metrics value is built per process and
+// passed to the parts that record; labels never carry personal data or unbounded ids.
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the collectors every role records into.
+type Metrics struct {
+	HTTPRequests       *prometheus.CounterVec   // method, route, code
+	HTTPDuration       *prometheus.HistogramVec // method, route
+	Appends            *prometheus.CounterVec   // category, outcome (ok, conflict, error)
+	AppendDuration     prometheus.Histogram
+	RelayPublished     prometheus.Counter
+	RelayLag           prometheus.Gauge // seconds between an event's occurrence and its publication
+	RelayCheckpoint    prometheus.Gauge
+	ProjectionEvents   *prometheus.CounterVec // projection
+	ProjectionLag      *prometheus.GaugeVec   // projection; seconds between occurrence and read-model write
+	ConnectorOutcomes  *prometheus.CounterVec // company, status
+	ConnectorSessions  prometheus.Gauge
+	CompanyRequestTime *prometheus.HistogramVec // company, outcome
+}
+
+// New registers every collector on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_http_requests_total", Help: "HTTP requests by route template and status code.",
+		}, []string{"method", "route", "code"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "samla_http_request_duration_seconds", Help: "HTTP request latency by route template.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"method", "route"}),
+		Appends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_eventstore_appends_total", Help: "Event-store appends by stream category and outcome.",
+		}, []string{"category", "outcome"}),
+		AppendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "samla_eventstore_append_duration_seconds", Help: "Durable append latency.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5},
+		}),
+		RelayPublished: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "samla_relay_published_events_total", Help: "Events the relay published to Kafka.",
+		}),
+		RelayLag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_relay_publish_lag_seconds", Help: "Age of the last published event when Kafka acknowledged it.",
+		}),
+		RelayCheckpoint: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_relay_checkpoint_position", Help: "Global position the relay has published up to.",
+		}),
+		ProjectionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_projection_events_total", Help: "Events applied to read models.",
+		}, []string{"projection"}),
+		ProjectionLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "samla_projection_lag_seconds", Help: "Age of the last event a projection wrote.",
+		}, []string{"projection"}),
+		ConnectorOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_connector_outcomes_total", Help: "Collections ended by company and final status.",
+		}, []string{"company", "status"}),
+		ConnectorSessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_connector_active_sessions", Help: "Company sessions this worker is driving.",
+		}),
+		CompanyRequestTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "samla_company_request_duration_seconds", Help: "Latency of requests to companies.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"company", "outcome"}),
+	}
+	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
+		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
+		m.ConnectorSessions, m.CompanyRequestTime)
+	return m
+}
