@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Starts Debian's clickhouse-server on 127.0.0.1 with its data under a fresh temporary folder.
 # Prints "export SAMLA_CLICKHOUSE_DSN=…" and "CLICKHOUSE_PID=…" for the caller to eval.
-# Usage: eval "$(deploy/clickhouse/start-local.sh [tcp_port])"
+# Usage: eval "$(deploy/clickhouse/start-local.sh [tcp_port])"  (default: the first free port from 19000)
 set -euo pipefail
-port="${1:-19000}"
+port="${1:-}"
+if [ -z "$port" ]; then
+  # First free pair of ports from 19000 up: CI may share the machine with another server.
+  for candidate in $(seq 19000 2 19100); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((candidate + 1))") 2>/dev/null; then
+      port=$candidate
+      break
+    fi
+  done
+fi
 http_port=$((port + 1))
 dir="$(mktemp -d /tmp/samla-clickhouse.XXXXXX)"
 mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/format_schemas" "$dir/log"
