@@ -1,0 +1,361 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/eventschema"
+)
+
+type appendRequest struct {
+	ctx      context.Context
+	stream   string
+	expected eventstore.ExpectedRevision
+	events   []eventschema.Envelope
+	// done has room for the one outcome, so the writer never blocks on a caller that gave up.
+	done chan appendOutcome
+}
+
+type appendOutcome struct {
+	result eventstore.AppendResult
+	err    error
+}
+
+// Append implements eventstore.Store. It queues the request for the writer goroutine and waits
+// until the group commit that includes it is durable.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
+	if stream == "" {
+		return eventstore.AppendResult{}, errors.New("append: empty stream name")
+	}
+	evs, err := prepareEvents(events)
+	if err != nil {
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
+	}
+	if s.isClosing() {
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, ErrClosed)
+	}
+	r := &appendRequest{ctx: ctx, stream: stream, expected: expected, events: evs, done: make(chan appendOutcome, 1)}
+	select {
+	case s.requests <- r:
+	case <-s.closing:
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, ErrClosed)
+	case <-ctx.Done():
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: not queued: %w", stream, ctx.Err())
+	}
+	select {
+	case out := <-r.done:
+		return out.result, out.err
+	case <-s.writerDone:
+		// The writer answers everything it dequeued before it exits; a request that slipped into
+		// the queue after its last look was never seen.
+		select {
+		case out := <-r.done:
+			return out.result, out.err
+		default:
+			return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, ErrClosed)
+		}
+	case <-ctx.Done():
+		// The writer may still commit it; a retry with the same event ids finds out.
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: outcome unknown: %w", stream, ctx.Err())
+	}
+}
+
+// prepareEvents validates in the caller's goroutine, keeping that work off the single writer,
+// and returns copies whose event ids are canonical so that lookups by id match however a caller
+// spelled the UUID.
+func prepareEvents(events []eventschema.Envelope) ([]eventschema.Envelope, error) {
+	out := make([]eventschema.Envelope, len(events))
+	seen := make(map[string]int, len(events))
+	for i, e := range events {
+		id, err := uuid.Parse(e.EventID)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: event id %q is not a UUID: %w", i, e.EventID, err)
+		}
+		e.EventID = id.String()
+		if j, dup := seen[e.EventID]; dup {
+			return nil, fmt.Errorf("events %d and %d have the same id %s", j, i, e.EventID)
+		}
+		seen[e.EventID] = i
+		if e.Type == "" {
+			return nil, fmt.Errorf("event %d (%s): empty type", i, e.EventID)
+		}
+		if !json.Valid(e.Payload) {
+			return nil, fmt.Errorf("event %d (%s): payload is not valid JSON", i, e.EventID)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// runWriter is the only goroutine that writes. Each round takes every request queued so far,
+// so requests that arrive while one commit is fsyncing share the next one: the more concurrent
+// appenders, the more appends per fsync, with no timer adding latency when there is one.
+func (s *Store) runWriter() {
+	defer close(s.writerDone)
+	batch := make([]*appendRequest, 0, s.cfg.maxBatch)
+	for {
+		// Closing wins over queued work, which select alone would pick at random.
+		if s.isClosing() {
+			s.failQueued()
+			return
+		}
+		select {
+		case <-s.closing:
+			s.failQueued()
+			return
+		case r := <-s.requests:
+			batch = append(batch[:0], r)
+		}
+	drain:
+		for len(batch) < s.cfg.maxBatch {
+			select {
+			case r := <-s.requests:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+		clear(batch) // drop references to finished requests while waiting for the next ones
+	}
+}
+
+func (s *Store) failQueued() {
+	for {
+		select {
+		case r := <-s.requests:
+			r.done <- appendOutcome{err: fmt.Errorf("append to %s: %w", r.stream, ErrClosed)}
+		default:
+			return
+		}
+	}
+}
+
+// commitBatch runs each request in its own savepoint inside one transaction, so a request that
+// conflicts is undone alone, then commits once and answers every caller.
+func (s *Store) commitBatch(batch []*appendRequest) {
+	// The transaction must not die with one caller's context: it carries the others' appends.
+	ctx := context.Background()
+	outcomes := make([]appendOutcome, len(batch))
+	answer := func() {
+		for i, r := range batch {
+			r.done <- outcomes[i]
+		}
+	}
+	failAll := func(err error) {
+		for i, r := range batch {
+			outcomes[i] = appendOutcome{err: fmt.Errorf("append to %s: %w", r.stream, err)}
+		}
+		answer()
+	}
+
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		failAll(fmt.Errorf("begin transaction: %w", err))
+		return
+	}
+	w := batchTx{
+		head: tx.StmtContext(ctx, s.head), findID: tx.StmtContext(ctx, s.findID), insert: tx.StmtContext(ctx, s.insert),
+		savepoint: tx.StmtContext(ctx, s.savepoint), rollbackTo: tx.StmtContext(ctx, s.rollbackTo), release: tx.StmtContext(ctx, s.release),
+	}
+	succeeded := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			// Its caller has stopped waiting and was told the outcome is unknown; not writing
+			// it keeps that honest and spares the work.
+			outcomes[i] = appendOutcome{err: fmt.Errorf("append to %s: %w", r.stream, err)}
+			continue
+		}
+		out, err := w.applyInSavepoint(ctx, r)
+		if err != nil {
+			_ = tx.Rollback()
+			failAll(err)
+			return
+		}
+		outcomes[i] = out
+		if out.err == nil {
+			succeeded++
+		}
+	}
+	if succeeded == 0 {
+		if err := tx.Rollback(); err != nil {
+			s.recoverWriter()
+		}
+		answer()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		// database/sql forgets the transaction even if SQLite kept it open (a busy COMMIT), which
+		// would make every later BEGIN fail.
+		s.recoverWriter()
+		for i, r := range batch {
+			if outcomes[i].err == nil {
+				outcomes[i] = appendOutcome{err: fmt.Errorf("append to %s: commit: %w", r.stream, err)}
+			}
+		}
+		answer()
+		return
+	}
+	s.commits.Add(1)
+	// Only after the commit: a subscriber woken earlier could read before the events are
+	// visible and then sleep until the poll.
+	s.committed.broadcast()
+	answer()
+}
+
+func (s *Store) recoverWriter() {
+	_, _ = s.wdb.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// batchTx is one group commit's transaction with its statements bound to it.
+type batchTx struct {
+	head, findID, insert           *sql.Stmt
+	savepoint, rollbackTo, release *sql.Stmt
+}
+
+// applyInSavepoint returns the request's outcome, or an error when the transaction itself is
+// broken and the whole batch must fail.
+func (w batchTx) applyInSavepoint(ctx context.Context, r *appendRequest) (appendOutcome, error) {
+	if _, err := w.savepoint.ExecContext(ctx); err != nil {
+		return appendOutcome{}, fmt.Errorf("savepoint: %w", err)
+	}
+	res, err := w.apply(ctx, r)
+	if err != nil {
+		if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
+			return appendOutcome{}, fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)
+		}
+	}
+	if _, rerr := w.release.ExecContext(ctx); rerr != nil {
+		return appendOutcome{}, fmt.Errorf("release savepoint: %w", rerr)
+	}
+	return appendOutcome{result: res, err: err}, nil
+}
+
+type storedAt struct {
+	stream             string
+	revision, position uint64
+}
+
+func (w batchTx) apply(ctx context.Context, r *appendRequest) (eventstore.AppendResult, error) {
+	var revision, position int64
+	exists := true
+	err := w.head.QueryRowContext(ctx, r.stream).Scan(&revision, &position)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		exists = false
+	case err != nil:
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: read last revision: %w", r.stream, err)
+	}
+	current := uint64(revision)
+	conflict := func() error {
+		return &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: current, ActualExists: exists}
+	}
+
+	if len(r.events) == 0 {
+		if !r.expected.Allows(current, exists) {
+			return eventstore.AppendResult{}, conflict()
+		}
+		return eventstore.AppendResult{NextExpectedRevision: current, Position: uint64(position)}, nil
+	}
+
+	found, err := w.lookup(ctx, r.events)
+	if err != nil {
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
+	}
+	if len(found) > 0 {
+		if res, ok := retried(r, found); ok {
+			return res, nil
+		}
+		if !r.expected.Allows(current, exists) {
+			return eventstore.AppendResult{}, conflict()
+		}
+		for _, e := range r.events {
+			if at, ok := found[e.EventID]; ok {
+				return eventstore.AppendResult{}, fmt.Errorf("append to %s: event %s is stored at %s revision %d: %w",
+					r.stream, e.EventID, at.stream, at.revision, ErrDuplicateEventID)
+			}
+		}
+	}
+	if !r.expected.Allows(current, exists) {
+		return eventstore.AppendResult{}, conflict()
+	}
+
+	next := uint64(0)
+	if exists {
+		next = current + 1
+	}
+	var last int64
+	for i, e := range r.events {
+		res, err := w.insert.ExecContext(ctx, r.stream, int64(next)+int64(i), e.EventID, e.Type, e.SchemaVersion, e.Tenant,
+			e.OccurredAt.UnixMilli(), e.CorrelationID, e.CausationID, e.Actor, string(e.Payload))
+		if err != nil {
+			return eventstore.AppendResult{}, fmt.Errorf("append to %s: insert event %s: %w", r.stream, e.EventID, err)
+		}
+		if last, err = res.LastInsertId(); err != nil {
+			return eventstore.AppendResult{}, fmt.Errorf("append to %s: position of event %s: %w", r.stream, e.EventID, err)
+		}
+	}
+	return eventstore.AppendResult{NextExpectedRevision: next + uint64(len(r.events)) - 1, Position: uint64(last)}, nil
+}
+
+// lookup finds which of the events' ids are already stored, and where.
+func (w batchTx) lookup(ctx context.Context, events []eventschema.Envelope) (map[string]storedAt, error) {
+	var found map[string]storedAt
+	for _, e := range events {
+		var at storedAt
+		var revision, position int64
+		err := w.findID.QueryRowContext(ctx, e.EventID).Scan(&at.stream, &revision, &position)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up event id %s: %w", e.EventID, err)
+		}
+		at.revision, at.position = uint64(revision), uint64(position)
+		if found == nil {
+			found = make(map[string]storedAt, len(events))
+		}
+		found[e.EventID] = at
+	}
+	return found, nil
+}
+
+// retried reports whether r repeats an append that already succeeded: all its events are stored
+// in order at the end of what r's expectation described, as a lost acknowledgement would leave
+// them. It then returns that append's result.
+func retried(r *appendRequest, found map[string]storedAt) (eventstore.AppendResult, bool) {
+	first, ok := found[r.events[0].EventID]
+	if !ok || first.stream != r.stream {
+		return eventstore.AppendResult{}, false
+	}
+	var last storedAt
+	for i, e := range r.events {
+		at, ok := found[e.EventID]
+		if !ok || at.stream != r.stream || at.revision != first.revision+uint64(i) {
+			return eventstore.AppendResult{}, false
+		}
+		last = at
+	}
+	var matches bool
+	switch {
+	case r.expected.IsAny():
+		matches = true
+	case r.expected.IsNoStream():
+		matches = first.revision == 0
+	case r.expected.IsStreamExists():
+		matches = first.revision > 0
+	default:
+		rev, _ := r.expected.ExactRevision()
+		matches = first.revision == rev+1
+	}
+	if !matches {
+		return eventstore.AppendResult{}, false
+	}
+	return eventstore.AppendResult{NextExpectedRevision: last.revision, Position: last.position}, true
+}
