@@ -1,0 +1,60 @@
+// Package apikeys is the read model that authenticates clients: it maps the SHA-256 hash of an
+// API key to the client (tenant) that owns it, built from client.* events. Plain keys never
+// reach it; they exist only in the client's hands. The Store port, its SQLite and ClickHouse
+// adapters with their DDL, and the Projector live here; apikeystest is the contract suite both
+// adapters pass.
+package apikeys
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound is returned for a key hash that is unknown or revoked, and by ByKeyID for a key
+// the client never had. Authentication treats both alike, so nothing tells a caller whether a
+// key once existed.
+var ErrNotFound = errors.New("api key not found")
+
+// Row is one issued key.
+type Row struct {
+	KeyHash  string // hex SHA-256 of the key, as client.HashAPIKey computes it
+	ClientID string
+	KeyID    string
+	Revoked  bool
+	// Revision is the revision of the client stream's last event folded into the row.
+	Revision uint64
+}
+
+// Store holds the keys.
+type Store interface {
+	// Upsert writes rows in one batch. A row whose Revision is not greater than the stored
+	// row's (same KeyHash) is ignored, so a redelivered issue can never un-revoke a key;
+	// within one call, the first row with the highest revision per key wins.
+	Upsert(ctx context.Context, rows []Row) error
+	// Lookup returns the client that owns the key with this hash, or ErrNotFound when the
+	// hash is unknown or the key is revoked.
+	Lookup(ctx context.Context, keyHash string) (clientID string, err error)
+	// ByKeyID returns a client's key by its id, revoked or not, or ErrNotFound. The projector
+	// needs it because a revocation names the key, not its hash.
+	ByKeyID(ctx context.Context, clientID, keyID string) (Row, error)
+	// Reset removes every row, before a rebuild from the event store.
+	Reset(ctx context.Context) error
+}
+
+// latestPerKey keeps, per key hash, the first row with the highest revision, in the order of
+// first appearance, which is what sequential conditional upserts of the batch would leave.
+func latestPerKey(rows []Row) []Row {
+	index := make(map[string]int, len(rows))
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		i, seen := index[r.KeyHash]
+		switch {
+		case !seen:
+			index[r.KeyHash] = len(out)
+			out = append(out, r)
+		case r.Revision > out[i].Revision:
+			out[i] = r
+		}
+	}
+	return out
+}

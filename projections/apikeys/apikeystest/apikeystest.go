@@ -1,0 +1,230 @@
+// Package apikeystest is the contract suite of the API-key read model. Every Store adapter runs
+// it; it covers the store on its own and the Projector writing through it.
+package apikeystest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/internal/eventlog"
+)
+
+// Open returns a fresh, empty store for one test.
+type Open func(t *testing.T) apikeys.Store
+
+// Run runs the whole suite against the adapter that open builds.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, apikeys.Store)
+	}{
+		{"LookupAndByKeyID", testLookup},
+		{"RevokedKeyIsNotFound", testRevoked},
+		{"StaleRevisionIgnored", testStale},
+		{"EqualRevisionIgnored", testEqual},
+		{"BatchWithSeveralRevisionsOfOneKey", testBatchDuplicates},
+		{"Reset", testReset},
+		{"ProjectorIssueAndRevokeInOneBatch", testProjectorOneBatch},
+		{"ProjectorRevokeInLaterBatchAndRedelivery", testProjectorLaterBatch},
+		{"ProjectorIgnoresOtherEvents", testProjectorIgnores},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func upsert(t *testing.T, s apikeys.Store, rows ...apikeys.Row) {
+	t.Helper()
+	if err := s.Upsert(ctx(t), rows); err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+}
+
+func assertClient(t *testing.T, s apikeys.Store, plainKey, want string) {
+	t.Helper()
+	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey))
+	if err != nil || got != want {
+		t.Fatalf("Lookup(%s) = %q, %v; want %q", plainKey, got, err, want)
+	}
+}
+
+func assertNotFound(t *testing.T, s apikeys.Store, plainKey string) {
+	t.Helper()
+	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey))
+	if !errors.Is(err, apikeys.ErrNotFound) {
+		t.Fatalf("Lookup(%s) = %q, %v; want ErrNotFound", plainKey, got, err)
+	}
+}
+
+func key(plain, clientID, keyID string, revoked bool, rev uint64) apikeys.Row {
+	return apikeys.Row{KeyHash: client.HashAPIKey(plain), ClientID: clientID, KeyID: keyID, Revoked: revoked, Revision: rev}
+}
+
+func byKeyID(t *testing.T, s apikeys.Store, clientID, keyID string) apikeys.Row {
+	t.Helper()
+	r, err := s.ByKeyID(ctx(t), clientID, keyID)
+	if err != nil {
+		t.Fatalf("ByKeyID(%s, %s): %v", clientID, keyID, err)
+	}
+	return r
+}
+
+func testLookup(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1), key("secret-b", "other", "k1", false, 1))
+	assertClient(t, s, "secret-a", "acme")
+	assertClient(t, s, "secret-b", "other")
+	assertNotFound(t, s, "unknown")
+	if _, err := s.Lookup(ctx(t), ""); !errors.Is(err, apikeys.ErrNotFound) {
+		t.Fatalf("Lookup of an empty hash: %v", err)
+	}
+	if got := byKeyID(t, s, "acme", "k1"); got != key("secret-a", "acme", "k1", false, 1) {
+		t.Fatalf("ByKeyID(acme, k1) = %+v", got)
+	}
+	if got := byKeyID(t, s, "other", "k1"); got != key("secret-b", "other", "k1", false, 1) {
+		t.Fatalf("ByKeyID(other, k1) = %+v", got)
+	}
+	for _, ref := range [][2]string{{"acme", "k2"}, {"nobody", "k1"}} {
+		if _, err := s.ByKeyID(ctx(t), ref[0], ref[1]); !errors.Is(err, apikeys.ErrNotFound) {
+			t.Fatalf("ByKeyID(%s, %s): %v, want ErrNotFound", ref[0], ref[1], err)
+		}
+	}
+}
+
+func testRevoked(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1), key("secret-b", "acme", "k2", false, 2))
+	upsert(t, s, key("secret-a", "acme", "k1", true, 3))
+	assertNotFound(t, s, "secret-a")
+	assertClient(t, s, "secret-b", "acme")
+	if got := byKeyID(t, s, "acme", "k1"); got != key("secret-a", "acme", "k1", true, 3) {
+		t.Fatalf("ByKeyID of a revoked key = %+v", got)
+	}
+}
+
+func testStale(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", true, 3))
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1)) // the issue, redelivered late
+	assertNotFound(t, s, "secret-a")
+}
+
+func testEqual(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", false, 2))
+	upsert(t, s, key("secret-a", "acme", "k1", true, 2))
+	assertClient(t, s, "secret-a", "acme")
+}
+
+func testBatchDuplicates(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1), key("secret-a", "acme", "k1", true, 4),
+		key("secret-a", "acme", "k1", false, 4), key("secret-a", "acme", "k1", false, 2))
+	assertNotFound(t, s, "secret-a")
+	if got := byKeyID(t, s, "acme", "k1"); got.Revision != 4 || !got.Revoked {
+		t.Fatalf("ByKeyID = %+v", got)
+	}
+}
+
+func testReset(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1))
+	if err := s.Reset(ctx(t)); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	assertNotFound(t, s, "secret-a")
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1))
+	assertClient(t, s, "secret-a", "acme")
+}
+
+var base = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+func handle(t *testing.T, p *apikeys.Projector, batch []eventschema.Envelope) {
+	t.Helper()
+	if err := p.Handle(ctx(t), batch); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+}
+
+func issue(log *eventlog.Log, clientID, keyID, plain string) eventschema.Envelope {
+	return log.Append(clientID, client.StreamName(clientID), base,
+		client.APIKeyIssued{KeyID: keyID, KeyHash: client.HashAPIKey(plain), IssuedAt: base})
+}
+
+func revoke(log *eventlog.Log, clientID, keyID string) eventschema.Envelope {
+	return log.Append(clientID, client.StreamName(clientID), base, client.APIKeyRevoked{KeyID: keyID, RevokedAt: base})
+}
+
+func register(log *eventlog.Log, clientID string) eventschema.Envelope {
+	return log.Append(clientID, client.StreamName(clientID), base,
+		client.Registered{ClientID: clientID, Name: clientID + " AB", RegisteredAt: base})
+}
+
+func testProjectorOneBatch(t *testing.T, s apikeys.Store) {
+	log := eventlog.New(t)
+	p := apikeys.NewProjector(log.Registry(), s)
+	if p.Name() != apikeys.ProjectorName {
+		t.Fatalf("Name = %q", p.Name())
+	}
+	batch := []eventschema.Envelope{
+		register(log, "acme"), register(log, "other"),
+		issue(log, "acme", "k1", "acme-1"), issue(log, "other", "k1", "other-1"),
+		issue(log, "acme", "k2", "acme-2"), revoke(log, "acme", "k1"),
+	}
+	handle(t, p, batch)
+	handle(t, p, batch) // redelivery
+	assertNotFound(t, s, "acme-1")
+	assertClient(t, s, "acme-2", "acme")
+	assertClient(t, s, "other-1", "other")
+	if got := byKeyID(t, s, "acme", "k1"); got != key("acme-1", "acme", "k1", true, 3) {
+		t.Fatalf("ByKeyID(acme, k1) = %+v", got)
+	}
+}
+
+func testProjectorLaterBatch(t *testing.T, s apikeys.Store) {
+	log := eventlog.New(t)
+	p := apikeys.NewProjector(log.Registry(), s)
+	first := []eventschema.Envelope{register(log, "acme"), issue(log, "acme", "k1", "acme-1"),
+		issue(log, "other", "k1", "other-1")}
+	handle(t, p, first)
+	assertClient(t, s, "acme-1", "acme")
+
+	// The revocation arrives alone: the projector finds the hash through the store.
+	second := []eventschema.Envelope{revoke(log, "acme", "k1")}
+	handle(t, p, second)
+	assertNotFound(t, s, "acme-1")
+	assertClient(t, s, "other-1", "other") // same key id, other client: untouched
+
+	// Redelivering the issue after the revocation must not bring the key back.
+	handle(t, p, first)
+	handle(t, p, second)
+	assertNotFound(t, s, "acme-1")
+
+	// Revoking a key the read model never saw is not an error.
+	handle(t, p, []eventschema.Envelope{revoke(log, "acme", "k-unknown")})
+}
+
+func testProjectorIgnores(t *testing.T, s apikeys.Store) {
+	log := eventlog.New(t)
+	p := apikeys.NewProjector(log.Registry(), s)
+	handle(t, p, []eventschema.Envelope{
+		register(log, "acme"),
+		log.Append("acme", collection.StreamName("c-1"), base, collection.Claimed{WorkerID: "w", ClaimedAt: base}),
+		// A type with a client-looking name on a stream of another category is not a key.
+		log.AppendRaw(eventschema.Envelope{Type: client.EventAPIKeyIssued, SchemaVersion: 1, Tenant: "acme",
+			Stream: "consent-x", OccurredAt: base,
+			Payload: []byte(`{"keyId":"k9","keyHash":"` + client.HashAPIKey("stray") + `","issuedAt":"2026-01-01T00:00:00Z"}`)}),
+	})
+	assertNotFound(t, s, "stray")
+	if _, err := s.ByKeyID(ctx(t), "acme", "k9"); !errors.Is(err, apikeys.ErrNotFound) {
+		t.Fatalf("ByKeyID after non-key events: %v", err)
+	}
+}

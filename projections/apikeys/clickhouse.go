@@ -1,0 +1,157 @@
+package apikeys
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// clickhouseSchema is the key table's ClickHouse DDL for 18.16 and current servers: revoked is
+// a UInt8 (no Bool type on 18.16). ReplacingMergeTree(revision) keeps the newest version of a
+// key; reads collapse versions with FINAL, because merges happen whenever the server likes.
+const clickhouseSchema = `
+CREATE TABLE IF NOT EXISTS api_keys (
+	key_hash  String,
+	client_id String,
+	key_id    String,
+	revoked   UInt8,
+	revision  UInt64
+) ENGINE = ReplacingMergeTree(revision)
+ORDER BY key_hash`
+
+// ClickHouseStore is the Store on a ClickHouse database.
+type ClickHouseStore struct {
+	conn driver.Conn
+}
+
+var _ Store = (*ClickHouseStore)(nil)
+
+// NewClickHouse creates the key table when missing and returns the store. The caller keeps
+// ownership of conn.
+func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
+	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse api_keys: %w", err)
+	}
+	return &ClickHouseStore{conn: conn}, nil
+}
+
+// Upsert implements Store. Among equal revisions ReplacingMergeTree keeps whichever version it
+// merges last, so the revision rule is applied before inserting, against the stored maximum;
+// one consumer per partition writes a client's keys, so nothing interleaves with it.
+func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
+	rows = latestPerKey(rows)
+	if len(rows) == 0 {
+		return nil
+	}
+	set := clickhouse.GroupSet{Value: make([]any, len(rows))}
+	for i, r := range rows {
+		set.Value[i] = r.KeyHash
+	}
+	stored := map[string]uint64{}
+	res, err := s.conn.Query(ctx, `SELECT key_hash, max(revision) FROM api_keys
+		WHERE key_hash IN ? GROUP BY key_hash`, set)
+	if err != nil {
+		return fmt.Errorf("upsert api keys: read revisions: %w", err)
+	}
+	for res.Next() {
+		var (
+			hash string
+			rev  uint64
+		)
+		if err := res.Scan(&hash, &rev); err != nil {
+			_ = res.Close()
+			return fmt.Errorf("upsert api keys: scan revision: %w", err)
+		}
+		stored[hash] = rev
+	}
+	err = res.Err()
+	_ = res.Close()
+	if err != nil {
+		return fmt.Errorf("upsert api keys: read revisions: %w", err)
+	}
+
+	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO api_keys (key_hash, client_id, key_id, revoked, revision)`)
+	if err != nil {
+		return fmt.Errorf("upsert api keys: prepare batch: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	n := 0
+	for _, r := range rows {
+		if rev, ok := stored[r.KeyHash]; ok && r.Revision <= rev {
+			continue
+		}
+		var revoked uint8
+		if r.Revoked {
+			revoked = 1
+		}
+		if err := batch.Append(r.KeyHash, r.ClientID, r.KeyID, revoked, r.Revision); err != nil {
+			return fmt.Errorf("upsert api key %s of %s@%d: %w", r.KeyID, r.ClientID, r.Revision, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("upsert %d api keys: %w", n, err)
+	}
+	return nil
+}
+
+// Lookup implements Store. revoked changes between versions, so it is tested on the collapsed
+// row, not in the WHERE clause that may run before FINAL.
+func (s *ClickHouseStore) Lookup(ctx context.Context, keyHash string) (string, error) {
+	r, ok, err := s.one(ctx, `SELECT key_hash, client_id, key_id, revoked, revision FROM api_keys FINAL
+		WHERE key_hash = ?`, keyHash)
+	if err != nil {
+		return "", fmt.Errorf("look up api key: %w", err)
+	}
+	if !ok || r.Revoked {
+		return "", ErrNotFound
+	}
+	return r.ClientID, nil
+}
+
+// ByKeyID implements Store. client_id and key_id never change for a key, so filtering on them
+// before FINAL is safe.
+func (s *ClickHouseStore) ByKeyID(ctx context.Context, clientID, keyID string) (Row, error) {
+	r, ok, err := s.one(ctx, `SELECT key_hash, client_id, key_id, revoked, revision FROM api_keys FINAL
+		WHERE client_id = ? AND key_id = ? ORDER BY revision DESC LIMIT 1`, clientID, keyID)
+	if err != nil {
+		return Row{}, fmt.Errorf("read key %s of client %s: %w", keyID, clientID, err)
+	}
+	if !ok {
+		return Row{}, fmt.Errorf("key %s of client %s: %w", keyID, clientID, ErrNotFound)
+	}
+	return r, nil
+}
+
+func (s *ClickHouseStore) one(ctx context.Context, q string, args ...any) (Row, bool, error) {
+	rows, err := s.conn.Query(ctx, q, args...)
+	if err != nil {
+		return Row{}, false, err
+	}
+	defer func() { _ = rows.Close() }()
+	if !rows.Next() {
+		return Row{}, false, rows.Err()
+	}
+	var (
+		r       Row
+		revoked uint8
+	)
+	if err := rows.Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &revoked, &r.Revision); err != nil {
+		return Row{}, false, fmt.Errorf("scan api key: %w", err)
+	}
+	r.Revoked = revoked != 0
+	return r, true, nil
+}
+
+// Reset implements Store.
+func (s *ClickHouseStore) Reset(ctx context.Context) error {
+	if err := s.conn.Exec(ctx, `TRUNCATE TABLE api_keys`); err != nil {
+		return fmt.Errorf("reset api_keys: %w", err)
+	}
+	return nil
+}

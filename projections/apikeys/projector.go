@@ -1,0 +1,86 @@
+package apikeys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/eventschema"
+)
+
+// ProjectorName names the projection; its Kafka consumer group is derived from it.
+const ProjectorName = "api-keys"
+
+// Projector folds client.api-key-issued and client.api-key-revoked events into Store rows.
+type Projector struct {
+	reg   *eventschema.Registry
+	store Store
+}
+
+// NewProjector returns the projector writing to store, decoding events with reg.
+func NewProjector(reg *eventschema.Registry, store Store) *Projector {
+	return &Projector{reg: reg, store: store}
+}
+
+// Name is the projection's stable name.
+func (p *Projector) Name() string { return ProjectorName }
+
+type keyRef struct{ clientID, keyID string }
+
+// Handle applies a batch with one Upsert. Events of other categories, and client events that do
+// not concern keys, are ignored. The store's revision rule makes redelivery harmless.
+func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
+	var rows []Row
+	// inBatch finds keys issued earlier in this batch, which the store does not hold yet.
+	inBatch := map[keyRef]Row{}
+	for _, env := range batch {
+		if env.Type != client.EventAPIKeyIssued && env.Type != client.EventAPIKeyRevoked {
+			continue
+		}
+		if eventschema.Category(env.Stream) != "client" {
+			continue
+		}
+		clientID := strings.TrimPrefix(env.Stream, client.StreamPrefix)
+		ev, err := p.reg.Decode(env)
+		if err != nil {
+			return fmt.Errorf("%s: decode %s at %s/%d: %w", ProjectorName, env.Type, env.Stream, env.Revision, err)
+		}
+		switch ev := ev.(type) {
+		case client.APIKeyIssued:
+			r := Row{KeyHash: ev.KeyHash, ClientID: clientID, KeyID: ev.KeyID, Revision: env.Revision}
+			inBatch[keyRef{clientID, ev.KeyID}] = r
+			rows = append(rows, r)
+		case client.APIKeyRevoked:
+			ref := keyRef{clientID, ev.KeyID}
+			r, ok := inBatch[ref]
+			if !ok {
+				r, err = p.store.ByKeyID(ctx, clientID, ev.KeyID)
+				if errors.Is(err, ErrNotFound) {
+					// The issue always precedes the revocation in the stream, so this means
+					// the key never reached the read model; revoking nothing grants nothing.
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("%s: find key %s of %s: %w", ProjectorName, ev.KeyID, clientID, err)
+				}
+			}
+			if env.Revision <= r.Revision {
+				continue // the stored row already reflects this event
+			}
+			r.Revoked, r.Revision = true, env.Revision
+			inBatch[ref] = r
+			rows = append(rows, r)
+		default:
+			return fmt.Errorf("%s: %s at %s/%d decoded as %T", ProjectorName, env.Type, env.Stream, env.Revision, ev)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := p.store.Upsert(ctx, rows); err != nil {
+		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(rows), err)
+	}
+	return nil
+}

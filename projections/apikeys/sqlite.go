@@ -1,0 +1,108 @@
+package apikeys
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// sqliteSchema is the key table's SQLite DDL: keyed by hash for Lookup, indexed by
+// (client_id, key_id) for revocations.
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS api_keys (
+	key_hash  TEXT    NOT NULL PRIMARY KEY,
+	client_id TEXT    NOT NULL,
+	key_id    TEXT    NOT NULL,
+	revoked   INTEGER NOT NULL,
+	revision  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS api_keys_by_key_id ON api_keys (client_id, key_id);
+`
+
+// SQLiteStore is the Store on an embedded SQLite database.
+type SQLiteStore struct {
+	db *sql.DB
+}
+
+var _ Store = (*SQLiteStore)(nil)
+
+// NewSQLite creates the key table in db when missing and returns the store. The caller keeps
+// ownership of db.
+func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		return nil, fmt.Errorf("migrate sqlite api_keys: %w", err)
+	}
+	return &SQLiteStore{db: db}, nil
+}
+
+// Upsert implements Store in one transaction; the WHERE clause keeps newer rows.
+func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("upsert api keys: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO api_keys (key_hash, client_id, key_id, revoked, revision)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (key_hash) DO UPDATE SET client_id = excluded.client_id, key_id = excluded.key_id,
+			revoked = excluded.revoked, revision = excluded.revision
+		WHERE excluded.revision > api_keys.revision`)
+	if err != nil {
+		return fmt.Errorf("upsert api keys: prepare: %w", err)
+	}
+	defer func() { _ = stmt.Close() }()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, r.KeyHash, r.ClientID, r.KeyID, r.Revoked, int64(r.Revision)); err != nil {
+			return fmt.Errorf("upsert api key %s of %s@%d: %w", r.KeyID, r.ClientID, r.Revision, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("upsert api keys: commit: %w", err)
+	}
+	return nil
+}
+
+// Lookup implements Store.
+func (s *SQLiteStore) Lookup(ctx context.Context, keyHash string) (string, error) {
+	var clientID string
+	err := s.db.QueryRowContext(ctx, `SELECT client_id FROM api_keys WHERE key_hash = ? AND revoked = 0`,
+		keyHash).Scan(&clientID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up api key: %w", err)
+	}
+	return clientID, nil
+}
+
+// ByKeyID implements Store.
+func (s *SQLiteStore) ByKeyID(ctx context.Context, clientID, keyID string) (Row, error) {
+	var (
+		r        Row
+		revision int64
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT key_hash, client_id, key_id, revoked, revision FROM api_keys
+		WHERE client_id = ? AND key_id = ? ORDER BY revision DESC LIMIT 1`, clientID, keyID).
+		Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &r.Revoked, &revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Row{}, fmt.Errorf("key %s of client %s: %w", keyID, clientID, ErrNotFound)
+	}
+	if err != nil {
+		return Row{}, fmt.Errorf("read key %s of client %s: %w", keyID, clientID, err)
+	}
+	r.Revision = uint64(revision)
+	return r, nil
+}
+
+// Reset implements Store.
+func (s *SQLiteStore) Reset(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM api_keys`); err != nil {
+		return fmt.Errorf("reset api_keys: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package collectionstatus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// clickhouseSchema is the read model's ClickHouse DDL, kept to what both 18.16 (CI) and
+// current servers accept: plain String and UInt64 columns (no DateTime64, Map, Bool, JSON or
+// LowCardinality, which 18.16 lacks or gates behind a setting), times as Unix milliseconds,
+// extra information as a JSON string ("" when absent).
+//
+// ClickHouse has no upsert: every write appends a row version and ReplacingMergeTree(revision)
+// keeps the highest revision per collection_id when parts merge. Merges happen whenever the
+// server likes, so every read collapses versions itself with FINAL.
+const clickhouseSchema = `
+CREATE TABLE IF NOT EXISTS collection_status (
+	collection_id     String,
+	tenant            String,
+	company           String,
+	product           String,
+	login_method      String,
+	api_version       String,
+	user_uuid         String,
+	status            String,
+	extra_information String,
+	created_at_ms     UInt64,
+	updated_at_ms     UInt64,
+	revision          UInt64
+) ENGINE = ReplacingMergeTree(revision)
+ORDER BY collection_id`
+
+const clickhouseColumns = `collection_id, tenant, company, product, login_method, api_version,
+	user_uuid, status, extra_information, created_at_ms, updated_at_ms, revision`
+
+// clickhouseMaxIn bounds the ids of one IN list so that the bound query stays small.
+const clickhouseMaxIn = 1000
+
+// ClickHouseStore is the Store on a ClickHouse database.
+type ClickHouseStore struct {
+	conn driver.Conn
+}
+
+var _ Store = (*ClickHouseStore)(nil)
+
+// NewClickHouse creates the read model's table when missing and returns the store. The caller
+// keeps ownership of conn.
+func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
+	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse collection_status: %w", err)
+	}
+	return &ClickHouseStore{conn: conn}, nil
+}
+
+// GetMany implements Store. Filtering on collection_id before FINAL is safe: it is the sorting
+// key, so every version of a row passes or fails the filter together.
+func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	out := make(map[string]Row, len(ids))
+	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+		err := s.query(ctx, func(r Row) { out[r.CollectionID] = r },
+			`SELECT `+clickhouseColumns+` FROM collection_status FINAL WHERE collection_id IN ?`,
+			inSet(chunk))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Upsert implements Store.
+//
+// ReplacingMergeTree keeps the highest revision, but among equal revisions it keeps whichever
+// version it happens to merge last, and an older revision inserted late would still be seen
+// until a merge. So the "ignore older or equal" rule is applied before inserting: the batch is
+// reduced to one row per collection and compared with the stored revisions. A projection is a
+// single consumer per partition and a collection's stream lives in one partition, so no other
+// writer can slip a revision in between the read and the insert, except during a consumer-group
+// rebalance, where both writers fold the same events into identical rows.
+func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
+	rows = latestPerCollection(rows)
+	if len(rows) == 0 {
+		return nil
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.CollectionID
+	}
+	stored, err := s.revisions(ctx, ids)
+	if err != nil {
+		return err
+	}
+	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO collection_status (`+clickhouseColumns+`)`)
+	if err != nil {
+		return fmt.Errorf("upsert collection statuses: prepare batch: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	n := 0
+	for _, r := range rows {
+		if rev, ok := stored[r.CollectionID]; ok && r.Revision <= rev {
+			continue
+		}
+		extra, err := encodeExtra(r.ExtraInformation)
+		if err != nil {
+			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
+		}
+		if err := batch.Append(r.CollectionID, r.Tenant, r.Company, r.Product, r.LoginMethod,
+			r.APIVersion, r.UserUUID, r.Status, extra, readdb.UMillis(r.CreatedAt),
+			readdb.UMillis(r.UpdatedAt), r.Revision); err != nil {
+			return fmt.Errorf("upsert collection status %s@%d: %w", r.CollectionID, r.Revision, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("upsert %d collection statuses: %w", n, err)
+	}
+	return nil
+}
+
+// revisions returns the highest stored revision per existing collection. max() over the raw
+// versions needs no FINAL: the highest revision is the one FINAL would keep.
+func (s *ClickHouseStore) revisions(ctx context.Context, ids []string) (map[string]uint64, error) {
+	out := make(map[string]uint64, len(ids))
+	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+		rows, err := s.conn.Query(ctx, `SELECT collection_id, max(revision) FROM collection_status
+			WHERE collection_id IN ? GROUP BY collection_id`, inSet(chunk))
+		if err != nil {
+			return nil, fmt.Errorf("read collection status revisions: %w", err)
+		}
+		for rows.Next() {
+			var (
+				id  string
+				rev uint64
+			)
+			if err := rows.Scan(&id, &rev); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("scan collection status revision: %w", err)
+			}
+			out[id] = rev
+		}
+		err = rows.Err()
+		_ = rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read collection status revisions: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Get implements Store. tenant never changes for a collection, so, like the key, it can be
+// filtered on before FINAL collapses the versions.
+func (s *ClickHouseStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
+	var (
+		found Row
+		ok    bool
+	)
+	err := s.query(ctx, func(r Row) { found, ok = r, true },
+		`SELECT `+clickhouseColumns+` FROM collection_status FINAL
+		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	if err != nil {
+		return Row{}, err
+	}
+	if !ok {
+		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+	}
+	return found, nil
+}
+
+// ListNonFinal implements Store. status changes from version to version, so the filter must
+// see only the collapsed rows: applied to raw versions (as a PREWHERE would be, and servers
+// move WHERE to PREWHERE under FINAL when optimize_move_to_prewhere_if_final is on), an old
+// RUNNING version of a finished collection would survive as if it were current. An outer
+// query over the FINAL subquery is correct under every server version and setting.
+func (s *ClickHouseStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error) {
+	q := `SELECT ` + clickhouseColumns + ` FROM (
+		SELECT ` + clickhouseColumns + ` FROM collection_status FINAL
+	) WHERE status IN ? ORDER BY created_at_ms, collection_id`
+	if limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var out []Row
+	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, inSet(nonFinalStatuses())); err != nil {
+		return nil, fmt.Errorf("list non-final collections: %w", err)
+	}
+	return out, nil
+}
+
+// Reset implements Store.
+func (s *ClickHouseStore) Reset(ctx context.Context) error {
+	if err := s.conn.Exec(ctx, `TRUNCATE TABLE collection_status`); err != nil {
+		return fmt.Errorf("reset collection_status: %w", err)
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) query(ctx context.Context, each func(Row), q string, args ...any) error {
+	rows, err := s.conn.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read collection statuses: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			r                  Row
+			extra              string
+			createdMs, updated uint64
+		)
+		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
+			&r.APIVersion, &r.UserUUID, &r.Status, &extra, &createdMs, &updated, &r.Revision); err != nil {
+			return fmt.Errorf("scan collection status: %w", err)
+		}
+		var derr error
+		if r.ExtraInformation, derr = decodeExtra(extra); derr != nil {
+			return fmt.Errorf("collection status %s: %w", r.CollectionID, derr)
+		}
+		r.CreatedAt, r.UpdatedAt = readdb.FromUMillis(createdMs), readdb.FromUMillis(updated)
+		each(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read collection statuses: %w", err)
+	}
+	return nil
+}
+
+// inSet binds a list of strings as a parenthesised IN set; a plain slice would bind as an
+// array literal, which IN does not take on every server version.
+func inSet(values []string) clickhouse.GroupSet {
+	set := clickhouse.GroupSet{Value: make([]any, len(values))}
+	for i, v := range values {
+		set.Value[i] = v
+	}
+	return set
+}

@@ -1,0 +1,172 @@
+package collectionstatus
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/readdb"
+)
+
+// ProjectorName names the projection; its Kafka consumer group is derived from it, so it must
+// never change (a new name would replay every event into the read model from the start).
+const ProjectorName = "collection-status"
+
+// Projector folds collection events into Store rows.
+type Projector struct {
+	reg   *eventschema.Registry
+	store Store
+}
+
+// NewProjector returns the projector writing to store, decoding events with reg.
+func NewProjector(reg *eventschema.Registry, store Store) *Projector {
+	return &Projector{reg: reg, store: store}
+}
+
+// Name is the projection's stable name.
+func (p *Projector) Name() string { return ProjectorName }
+
+// Handle applies a batch: it loads the rows of the batch's collections once, folds every event
+// newer than its row's revision, and writes the changed rows in one Upsert. Events of other
+// categories are ignored, so the projector can consume every topic. Handling the same batch
+// twice, or an older one after a newer one, changes nothing.
+func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
+	var events []eventschema.Envelope
+	var ids []string
+	seen := map[string]bool{}
+	for _, env := range batch {
+		if eventschema.Category(env.Stream) != "collection" {
+			continue
+		}
+		events = append(events, env)
+		id := strings.TrimPrefix(env.Stream, collection.StreamPrefix)
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	rows, err := p.store.GetMany(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("%s: load rows: %w", ProjectorName, err)
+	}
+	if rows == nil {
+		rows = map[string]Row{}
+	}
+	changed := map[string]bool{}
+	var order []string
+	for _, env := range events {
+		id := strings.TrimPrefix(env.Stream, collection.StreamPrefix)
+		row, exists := rows[id]
+		if exists && env.Revision <= row.Revision {
+			continue // already reflected: a redelivery or a replay
+		}
+		next, ok, err := p.apply(id, row, exists, env)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ProjectorName, err)
+		}
+		if !ok {
+			continue
+		}
+		rows[id] = next
+		if !changed[id] {
+			changed[id] = true
+			order = append(order, id)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	out := make([]Row, len(order))
+	for i, id := range order {
+		out[i] = rows[id]
+	}
+	if err := p.store.Upsert(ctx, out); err != nil {
+		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(out), err)
+	}
+	return nil
+}
+
+// apply folds one event into row. It reports false for an event that cannot change the read
+// model: anything but collection.started on a collection without a row. A stream always begins
+// with collection.started and Kafka keeps a stream's order, so that only happens if the
+// started event itself was lost, and inventing a row without its tenant and company would be
+// worse than showing none.
+func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envelope) (Row, bool, error) {
+	switch env.Type {
+	case collection.EventStarted:
+		if exists {
+			return row, false, nil // a stream starts once; a second started event is not ours to fix
+		}
+		ev, err := p.decode(env)
+		if err != nil {
+			return row, false, err
+		}
+		started, ok := ev.(collection.Started)
+		if !ok {
+			return row, false, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
+		}
+		tenant := env.Tenant
+		if tenant == "" {
+			tenant = started.ClientID
+		}
+		at := eventTime(started.StartedAt, env)
+		return Row{
+			CollectionID: id, Tenant: tenant, Company: started.Company, Product: string(started.Product),
+			LoginMethod: started.LoginMethod, APIVersion: started.APIVersion, UserUUID: started.UserUUID,
+			Status: string(collection.StatusRunning), CreatedAt: at, UpdatedAt: at, Revision: env.Revision,
+		}, true, nil
+	case collection.EventStatusChanged:
+		if !exists {
+			return row, false, nil
+		}
+		ev, err := p.decode(env)
+		if err != nil {
+			return row, false, err
+		}
+		changed, ok := ev.(collection.StatusChanged)
+		if !ok {
+			return row, false, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
+		}
+		row.Status = string(changed.To)
+		// Extra information belongs to the status it came with: a change without any clears
+		// the previous status's QR data or instructions.
+		row.ExtraInformation = changed.ExtraInformation
+		row.UpdatedAt = eventTime(changed.ChangedAt, env)
+		row.Revision = env.Revision
+		return row, true, nil
+	default:
+		// Other collection events (claimed, data collected, and types added later) do not show
+		// in the status, but the row still records that it reflects them. They are not decoded,
+		// so a type this build does not know yet cannot stop the projection.
+		if !exists {
+			return row, false, nil
+		}
+		row.UpdatedAt = eventTime(time.Time{}, env)
+		row.Revision = env.Revision
+		return row, true, nil
+	}
+}
+
+func (p *Projector) decode(env eventschema.Envelope) (any, error) {
+	ev, err := p.reg.Decode(env)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+	}
+	return ev, nil
+}
+
+// eventTime is the domain's own time of an event when it has one, else when it was stored,
+// at the ms precision the read model keeps.
+func eventTime(domainTime time.Time, env eventschema.Envelope) time.Time {
+	t := domainTime
+	if t.IsZero() {
+		t = env.OccurredAt
+	}
+	return readdb.FromMillis(readdb.Millis(t))
+}

@@ -1,0 +1,206 @@
+package collectionstatus
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// sqliteSchema is the read model's SQLite DDL. Times are Unix milliseconds (readdb.Millis);
+// extra_information is a JSON object or NULL when the last status change attached none.
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS collection_status (
+	collection_id     TEXT    NOT NULL PRIMARY KEY,
+	tenant            TEXT    NOT NULL,
+	company           TEXT    NOT NULL,
+	product           TEXT    NOT NULL,
+	login_method      TEXT    NOT NULL,
+	api_version       TEXT    NOT NULL,
+	user_uuid         TEXT    NOT NULL,
+	status            TEXT    NOT NULL,
+	extra_information TEXT,
+	created_at_ms     INTEGER NOT NULL,
+	updated_at_ms     INTEGER NOT NULL,
+	revision          INTEGER NOT NULL
+) WITHOUT ROWID;
+-- ListNonFinal reads the few running collections among the many finished ones.
+CREATE INDEX IF NOT EXISTS collection_status_by_status ON collection_status (status, created_at_ms);
+`
+
+const sqliteColumns = `collection_id, tenant, company, product, login_method, api_version, user_uuid,
+	status, extra_information, created_at_ms, updated_at_ms, revision`
+
+// sqliteUpsert only overwrites a row with a newer revision, so that one statement makes the
+// write idempotent and order-safe (at-least-once delivery, rebuilds racing late deliveries).
+const sqliteUpsert = `INSERT INTO collection_status (` + sqliteColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (collection_id) DO UPDATE SET
+	tenant = excluded.tenant, company = excluded.company, product = excluded.product,
+	login_method = excluded.login_method, api_version = excluded.api_version,
+	user_uuid = excluded.user_uuid, status = excluded.status,
+	extra_information = excluded.extra_information, created_at_ms = excluded.created_at_ms,
+	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
+WHERE excluded.revision > collection_status.revision`
+
+// sqliteMaxIn bounds the ids of one IN list, far below SQLite's limit on bound variables.
+const sqliteMaxIn = 500
+
+// SQLiteStore is the Store on an embedded SQLite database.
+type SQLiteStore struct {
+	db *sql.DB
+}
+
+var _ Store = (*SQLiteStore)(nil)
+
+// NewSQLite creates the read model's table in db when missing and returns the store. The
+// caller keeps ownership of db.
+func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
+	}
+	return &SQLiteStore{db: db}, nil
+}
+
+// GetMany implements Store.
+func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	out := make(map[string]Row, len(ids))
+	for _, chunk := range readdb.Chunks(ids, sqliteMaxIn) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_status
+			WHERE collection_id IN (`+readdb.Placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read collection statuses: %w", err)
+		}
+		err = scanSQLiteRows(rows, func(r Row) { out[r.CollectionID] = r })
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Upsert implements Store. The batch is one transaction: one fsync-free WAL commit however
+// many rows it holds.
+func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("upsert collection statuses: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, sqliteUpsert)
+	if err != nil {
+		return fmt.Errorf("upsert collection statuses: prepare: %w", err)
+	}
+	defer func() { _ = stmt.Close() }()
+	for _, r := range rows {
+		extra, err := encodeExtra(r.ExtraInformation)
+		if err != nil {
+			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
+		}
+		var extraArg any // NULL for nil extra information
+		if r.ExtraInformation != nil {
+			extraArg = extra
+		}
+		if _, err := stmt.ExecContext(ctx, r.CollectionID, r.Tenant, r.Company, r.Product,
+			r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg,
+			readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), int64(r.Revision)); err != nil {
+			return fmt.Errorf("upsert collection status %s@%d: %w", r.CollectionID, r.Revision, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("upsert collection statuses: commit: %w", err)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_status
+		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	if err != nil {
+		return Row{}, fmt.Errorf("read collection status %s: %w", collectionID, err)
+	}
+	var (
+		found Row
+		ok    bool
+	)
+	if err := scanSQLiteRows(rows, func(r Row) { found, ok = r, true }); err != nil {
+		return Row{}, err
+	}
+	if !ok {
+		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+	}
+	return found, nil
+}
+
+// ListNonFinal implements Store.
+func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error) {
+	statuses := nonFinalStatuses()
+	args := make([]any, 0, len(statuses)+1)
+	for _, st := range statuses {
+		args = append(args, st)
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_status
+		WHERE status IN (`+readdb.Placeholders(len(statuses))+`)
+		ORDER BY created_at_ms, collection_id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list non-final collections: %w", err)
+	}
+	var out []Row
+	if err := scanSQLiteRows(rows, func(r Row) { out = append(out, r) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Reset implements Store.
+func (s *SQLiteStore) Reset(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM collection_status`); err != nil {
+		return fmt.Errorf("reset collection_status: %w", err)
+	}
+	return nil
+}
+
+func scanSQLiteRows(rows *sql.Rows, each func(Row)) (err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("read collection statuses: %w", cerr)
+		}
+	}()
+	for rows.Next() {
+		var (
+			r                  Row
+			extra              sql.NullString
+			createdMs, updated int64
+			revision           int64
+		)
+		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
+			&r.APIVersion, &r.UserUUID, &r.Status, &extra, &createdMs, &updated, &revision); err != nil {
+			return fmt.Errorf("scan collection status: %w", err)
+		}
+		if extra.Valid {
+			if r.ExtraInformation, err = decodeExtra(extra.String); err != nil {
+				return fmt.Errorf("collection status %s: %w", r.CollectionID, err)
+			}
+		}
+		r.CreatedAt, r.UpdatedAt = readdb.FromMillis(createdMs), readdb.FromMillis(updated)
+		r.Revision = uint64(revision)
+		each(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read collection statuses: %w", err)
+	}
+	return nil
+}

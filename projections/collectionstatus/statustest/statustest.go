@@ -1,0 +1,473 @@
+// Package statustest is the contract suite of the collection-status read model. Every Store
+// adapter runs it; it covers the store on its own and the Projector writing through it.
+package statustest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/internal/eventlog"
+)
+
+// Open returns a fresh, empty store for one test.
+type Open func(t *testing.T) collectionstatus.Store
+
+// Run runs the whole suite against the adapter that open builds.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, collectionstatus.Store)
+	}{
+		{"RoundTripEveryField", testRoundTrip},
+		{"ExtraInformationNilEmptyPresent", testExtraInformation},
+		{"GetMany", testGetMany},
+		{"StaleRevisionIgnored", testStaleRevision},
+		{"EqualRevisionIgnored", testEqualRevision},
+		{"NewerRevisionReplaces", testNewerRevision},
+		{"BatchWithSeveralRevisionsOfOneRow", testBatchDuplicates},
+		{"TenantIsolation", testTenantIsolation},
+		{"ListNonFinal", testListNonFinal},
+		{"Reset", testReset},
+		{"ProjectorWholeLifeInOneBatch", testProjectorWholeLife},
+		{"ProjectorRedeliveryIsIdempotent", testProjectorRedelivery},
+		{"ProjectorOverlappingBatches", testProjectorOverlap},
+		{"ProjectorIgnoresOtherCategories", testProjectorOtherCategories},
+		{"ProjectorUpcastsOldStarted", testProjectorOldStarted},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// base is a fixed instant with sub-millisecond digits, to prove the store keeps ms precision.
+var base = time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)
+
+func row(id, tenant, status string, rev uint64) collectionstatus.Row {
+	return collectionstatus.Row{
+		CollectionID: id, Tenant: tenant, Company: "se-demo-insurer", Product: "INSURANCE",
+		LoginMethod: "SWEDISH_MOBILE_EID_SAME_DEVICE", APIVersion: "2026-04-01",
+		UserUUID: "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", Status: status,
+		CreatedAt: base, UpdatedAt: base.Add(time.Duration(rev) * time.Second), Revision: rev,
+	}
+}
+
+// stored is what a row looks like after a round trip: times in UTC at ms precision.
+func stored(r collectionstatus.Row) collectionstatus.Row {
+	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
+	r.UpdatedAt = r.UpdatedAt.UTC().Truncate(time.Millisecond)
+	return r
+}
+
+func upsert(t *testing.T, s collectionstatus.Store, rows ...collectionstatus.Row) {
+	t.Helper()
+	if err := s.Upsert(ctx(t), rows); err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+}
+
+func get(t *testing.T, s collectionstatus.Store, tenant, id string) collectionstatus.Row {
+	t.Helper()
+	r, err := s.Get(ctx(t), tenant, id)
+	if err != nil {
+		t.Fatalf("Get(%s, %s): %v", tenant, id, err)
+	}
+	return r
+}
+
+func assertRow(t *testing.T, got, want collectionstatus.Row) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("row mismatch\n got: %#v\nwant: %#v", got, want)
+	}
+}
+
+func testRoundTrip(t *testing.T, s collectionstatus.Store) {
+	in := row("c-1", "acme", "WAITING_FOR_USER_ACTION", 7)
+	in.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 678_900_000, time.FixedZone("CET", 3600))
+	in.UpdatedAt = in.CreatedAt.Add(90*time.Second + 123*time.Microsecond)
+	in.ExtraInformation = map[string]any{
+		"SWEDISH_MOBILE_EID_AUTOSTART_TOKEN": "tok-1",
+		"REQUIRED_INPUT_TYPES":               []any{"EMAIL", "MOBILE_PHONE_NUMBER"},
+		"INSTRUCTIONS": []any{map[string]any{
+			"requestId": "r1", "method": "GET", "url": "https://example.test/a?b=1&c=<d>",
+			"headers": map[string]any{"Accept": "application/json"},
+		}},
+		"ATTEMPTS": 3.0,
+		"MESSAGE":  "Öppna BankID-appen – 'citat' \"dubbel\" \\ snedstreck",
+	}
+	upsert(t, s, in)
+	got := get(t, s, "acme", "c-1")
+	want := stored(in)
+	if got.CreatedAt.Location() != time.UTC || got.UpdatedAt.Location() != time.UTC {
+		t.Errorf("times not in UTC: %v, %v", got.CreatedAt.Location(), got.UpdatedAt.Location())
+	}
+	if !got.CreatedAt.Equal(time.Date(2026, 1, 2, 2, 4, 5, 678_000_000, time.UTC)) {
+		t.Errorf("CreatedAt = %v, want ms precision of the input", got.CreatedAt)
+	}
+	assertRow(t, got, want)
+
+	// Ids and tenants are bound into queries by some adapters: quoting must hold.
+	odd := row(`c-'quote"\back`, `t'en\ant`, "RUNNING", 1)
+	upsert(t, s, odd)
+	assertRow(t, get(t, s, odd.Tenant, odd.CollectionID), stored(odd))
+	many, err := s.GetMany(ctx(t), []string{odd.CollectionID, "c-1"})
+	if err != nil || len(many) != 2 {
+		t.Fatalf("GetMany with quotes = %v, %v", many, err)
+	}
+	if _, err := s.Get(ctx(t), "acme", odd.CollectionID); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("Get with another tenant: %v", err)
+	}
+}
+
+func testExtraInformation(t *testing.T, s collectionstatus.Store) {
+	none := row("c-nil", "acme", "RUNNING", 0)
+	empty := row("c-empty", "acme", "LOGIN", 1)
+	empty.ExtraInformation = map[string]any{}
+	present := row("c-present", "acme", "LOGIN", 2)
+	present.ExtraInformation = map[string]any{"MESSAGE": "hej"}
+	upsert(t, s, none, empty, present)
+
+	if got := get(t, s, "acme", "c-nil"); got.ExtraInformation != nil {
+		t.Errorf("nil extra information came back as %#v", got.ExtraInformation)
+	}
+	if got := get(t, s, "acme", "c-empty"); got.ExtraInformation == nil || len(got.ExtraInformation) != 0 {
+		t.Errorf("empty extra information came back as %#v, want an empty non-nil map", got.ExtraInformation)
+	}
+	assertRow(t, get(t, s, "acme", "c-present"), stored(present))
+
+	// A newer row without extra information clears it.
+	cleared := present
+	cleared.ExtraInformation, cleared.Status, cleared.Revision = nil, "COLLECTING", 3
+	upsert(t, s, cleared)
+	assertRow(t, get(t, s, "acme", "c-present"), stored(cleared))
+}
+
+func testGetMany(t *testing.T, s collectionstatus.Store) {
+	got, err := s.GetMany(ctx(t), nil)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("GetMany(nil) = %v, %v; want empty", got, err)
+	}
+	a, b := row("c-a", "acme", "RUNNING", 0), row("c-b", "other", "LOGIN", 4)
+	upsert(t, s, a, b)
+	got, err = s.GetMany(ctx(t), []string{"c-a", "c-b", "c-unknown"})
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	want := map[string]collectionstatus.Row{"c-a": stored(a), "c-b": stored(b)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("GetMany = %#v\nwant %#v", got, want)
+	}
+	// Many ids at once (more than one IN chunk).
+	var rows []collectionstatus.Row
+	var ids []string
+	for i := range 1203 {
+		id := fmt.Sprintf("bulk-%04d", i)
+		rows = append(rows, row(id, "acme", "RUNNING", uint64(i%5)))
+		ids = append(ids, id)
+	}
+	upsert(t, s, rows...)
+	got, err = s.GetMany(ctx(t), ids)
+	if err != nil {
+		t.Fatalf("GetMany bulk: %v", err)
+	}
+	if len(got) != len(ids) {
+		t.Fatalf("GetMany bulk returned %d rows, want %d", len(got), len(ids))
+	}
+	if r := got["bulk-1202"]; r.Revision != 1202%5 {
+		t.Fatalf("bulk row revision = %d", r.Revision)
+	}
+}
+
+func testStaleRevision(t *testing.T, s collectionstatus.Store) {
+	current := row("c-1", "acme", "COLLECTING", 5)
+	upsert(t, s, current)
+	old := row("c-1", "acme", "LOGIN", 3)
+	old.ExtraInformation = map[string]any{"MESSAGE": "old"}
+	upsert(t, s, old)
+	assertRow(t, get(t, s, "acme", "c-1"), stored(current))
+}
+
+func testEqualRevision(t *testing.T, s collectionstatus.Store) {
+	first := row("c-1", "acme", "COLLECTING", 5)
+	upsert(t, s, first)
+	same := row("c-1", "acme", "FAILED", 5)
+	same.ExtraInformation = map[string]any{"MESSAGE": "must not win"}
+	upsert(t, s, same)
+	assertRow(t, get(t, s, "acme", "c-1"), stored(first))
+	// Revision 0 (collection.started) is a revision like any other.
+	zero := row("c-0", "acme", "RUNNING", 0)
+	upsert(t, s, zero)
+	upsert(t, s, row("c-0", "acme", "FAILED", 0))
+	assertRow(t, get(t, s, "acme", "c-0"), stored(zero))
+}
+
+func testNewerRevision(t *testing.T, s collectionstatus.Store) {
+	upsert(t, s, row("c-1", "acme", "RUNNING", 0))
+	next := row("c-1", "acme", "COMPLETED", 9)
+	upsert(t, s, next)
+	assertRow(t, get(t, s, "acme", "c-1"), stored(next))
+}
+
+func testBatchDuplicates(t *testing.T, s collectionstatus.Store) {
+	a5 := row("c-1", "acme", "LOGIN", 5)
+	a7 := row("c-1", "acme", "COLLECTING", 7)
+	a7dup := row("c-1", "acme", "FAILED", 7)
+	a6 := row("c-1", "acme", "TWO_FACTOR_PENDING", 6)
+	upsert(t, s, a5, a7, a7dup, a6)
+	assertRow(t, get(t, s, "acme", "c-1"), stored(a7))
+}
+
+func testTenantIsolation(t *testing.T, s collectionstatus.Store) {
+	upsert(t, s, row("c-acme", "acme", "RUNNING", 0), row("c-other", "other", "RUNNING", 0))
+	if _, err := s.Get(ctx(t), "other", "c-acme"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("Get of another tenant's collection: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Get(ctx(t), "acme", "c-unknown"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("Get of an unknown collection: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Get(ctx(t), "", "c-acme"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("Get with an empty tenant: err = %v, want ErrNotFound", err)
+	}
+	if got := get(t, s, "other", "c-other"); got.Tenant != "other" {
+		t.Fatalf("Get returned tenant %q", got.Tenant)
+	}
+}
+
+func testListNonFinal(t *testing.T, s collectionstatus.Store) {
+	at := func(r collectionstatus.Row, minutes int) collectionstatus.Row {
+		r.CreatedAt = base.Add(time.Duration(minutes) * time.Minute)
+		return r
+	}
+	running := at(row("c-running", "acme", "RUNNING", 0), 3)
+	login := at(row("c-login", "other", "LOGIN", 2), 1)
+	collecting := at(row("c-collecting", "acme", "COLLECTING", 4), 2)
+	completed := at(row("c-completed", "acme", "COMPLETED", 6), 0)
+	timeout := at(row("c-timeout", "acme", "COLLECTION_INPUT_TIMEOUT", 3), 4)
+	// A collection that was non-final at an older revision and is final now must not appear.
+	finishing := at(row("c-finishing", "acme", "COLLECTING", 4), 5)
+	upsert(t, s, running, login, collecting, completed, timeout, finishing)
+	finished := finishing
+	finished.Status, finished.Revision = "FAILED", 5
+	upsert(t, s, finished)
+
+	got, err := s.ListNonFinal(ctx(t), 0)
+	if err != nil {
+		t.Fatalf("ListNonFinal: %v", err)
+	}
+	want := []collectionstatus.Row{stored(login), stored(collecting), stored(running)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListNonFinal = %s\nwant %s", ids(got), ids(want))
+	}
+	got, err = s.ListNonFinal(ctx(t), 2)
+	if err != nil {
+		t.Fatalf("ListNonFinal(2): %v", err)
+	}
+	if !reflect.DeepEqual(got, want[:2]) {
+		t.Fatalf("ListNonFinal(2) = %s\nwant %s", ids(got), ids(want[:2]))
+	}
+	for _, r := range got {
+		st, err := collection.ParseStatus(r.Status)
+		if err != nil || st.IsFinal() {
+			t.Fatalf("ListNonFinal returned %s in status %s", r.CollectionID, r.Status)
+		}
+	}
+}
+
+func ids(rows []collectionstatus.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%s(%s@%d)", r.CollectionID, r.Status, r.Revision)
+	}
+	return out
+}
+
+func testReset(t *testing.T, s collectionstatus.Store) {
+	upsert(t, s, row("c-1", "acme", "COLLECTING", 5))
+	if err := s.Reset(ctx(t)); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	if _, err := s.Get(ctx(t), "acme", "c-1"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("Get after Reset: err = %v, want ErrNotFound", err)
+	}
+	if got, err := s.ListNonFinal(ctx(t), 0); err != nil || len(got) != 0 {
+		t.Fatalf("ListNonFinal after Reset = %v, %v", ids(got), err)
+	}
+	// A rebuild writes revisions from 0 again.
+	again := row("c-1", "acme", "RUNNING", 0)
+	upsert(t, s, again)
+	assertRow(t, get(t, s, "acme", "c-1"), stored(again))
+}
+
+// life appends a whole collection's life to log and returns its envelopes and the row it must
+// project to.
+func life(log *eventlog.Log, tenant, id string, t0 time.Time) ([]eventschema.Envelope, collectionstatus.Row) {
+	stream := collection.StreamName(id)
+	var envs []eventschema.Envelope
+	add := func(at time.Duration, ev interface{ EventType() string }) {
+		envs = append(envs, log.Append(tenant, stream, t0.Add(at), ev))
+	}
+	add(0, collection.Started{
+		CollectionID: id, ClientID: tenant, Company: "se-demo-insurer", Product: collection.ProductInsurance,
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
+		UserUUID: "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", RequestHash: "9f2c", StartedAt: t0,
+		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson"},
+	})
+	add(100*time.Millisecond, collection.Claimed{WorkerID: "w1", ClaimedAt: t0.Add(100 * time.Millisecond)})
+	add(time.Second, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin,
+		ChangedAt: t0.Add(time.Second)})
+	add(2*time.Second, collection.StatusChanged{From: collection.StatusLogin, To: collection.StatusWaitingForUserAction,
+		ExtraInformation: map[string]any{"SWEDISH_MOBILE_EID_ANIMATED_QR_DATA": "bankid.1.2.3", "MESSAGE": "Scan"},
+		ChangedAt:        t0.Add(2 * time.Second)})
+	add(5*time.Second, collection.StatusChanged{From: collection.StatusWaitingForUserAction, To: collection.StatusCollecting,
+		ChangedAt: t0.Add(5 * time.Second)})
+	add(7*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(7 * time.Second),
+		Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "HOME"}},
+		Personal:   &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": "Tolvan Tolvansson"}}})
+	add(8*time.Second, collection.StatusChanged{From: collection.StatusCollecting, To: collection.StatusCompleted,
+		ExtraInformation: map[string]any{"MESSAGE": "Done"}, ChangedAt: t0.Add(8 * time.Second)})
+	want := collectionstatus.Row{
+		CollectionID: id, Tenant: tenant, Company: "se-demo-insurer", Product: "INSURANCE",
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
+		UserUUID: "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", Status: "COMPLETED",
+		ExtraInformation: map[string]any{"MESSAGE": "Done"},
+		CreatedAt:        t0.Truncate(time.Millisecond), UpdatedAt: t0.Add(8 * time.Second).Truncate(time.Millisecond),
+		Revision: 6,
+	}
+	return envs, want
+}
+
+func handle(t *testing.T, p *collectionstatus.Projector, batch []eventschema.Envelope) {
+	t.Helper()
+	if err := p.Handle(ctx(t), batch); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+}
+
+func testProjectorWholeLife(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	if p.Name() != collectionstatus.ProjectorName {
+		t.Fatalf("Name = %q", p.Name())
+	}
+	envs, want := life(log, "acme", "c-life", base)
+	handle(t, p, envs)
+	assertRow(t, get(t, s, "acme", "c-life"), want)
+	if _, err := s.Get(ctx(t), "other", "c-life"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("other tenant sees the collection: %v", err)
+	}
+	if got, _ := s.ListNonFinal(ctx(t), 0); len(got) != 0 {
+		t.Fatalf("completed collection listed as non-final: %v", ids(got))
+	}
+}
+
+func testProjectorRedelivery(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	envs, want := life(log, "acme", "c-1", base)
+	other, wantOther := life(log, "other", "c-2", base.Add(time.Minute))
+	batch := append(append([]eventschema.Envelope{}, envs...), other...)
+	handle(t, p, batch)
+	handle(t, p, batch)
+	assertRow(t, get(t, s, "acme", "c-1"), want)
+	assertRow(t, get(t, s, "other", "c-2"), wantOther)
+	// An old prefix delivered late (a consumer that lost its offsets) moves nothing back.
+	handle(t, p, envs[:4])
+	assertRow(t, get(t, s, "acme", "c-1"), want)
+	// Event by event, then again in reverse: still the same.
+	for _, e := range envs {
+		handle(t, p, []eventschema.Envelope{e})
+	}
+	for i := len(envs) - 1; i >= 0; i-- {
+		handle(t, p, []eventschema.Envelope{envs[i]})
+	}
+	assertRow(t, get(t, s, "acme", "c-1"), want)
+}
+
+func testProjectorOverlap(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	envs, want := life(log, "acme", "c-1", base)
+
+	handle(t, p, envs[:4]) // started … waiting for user action
+	mid := get(t, s, "acme", "c-1")
+	if mid.Status != "WAITING_FOR_USER_ACTION" || mid.Revision != 3 ||
+		!reflect.DeepEqual(mid.ExtraInformation, map[string]any{"SWEDISH_MOBILE_EID_ANIMATED_QR_DATA": "bankid.1.2.3", "MESSAGE": "Scan"}) {
+		t.Fatalf("after 4 events: %#v", mid)
+	}
+	if got, _ := s.ListNonFinal(ctx(t), 0); len(got) != 1 || got[0].CollectionID != "c-1" {
+		t.Fatalf("running collection not listed as non-final: %v", ids(got))
+	}
+
+	handle(t, p, envs[2:5]) // overlaps by two, ends at COLLECTING, which has no extra information
+	mid = get(t, s, "acme", "c-1")
+	if mid.Status != "COLLECTING" || mid.Revision != 4 || mid.ExtraInformation != nil {
+		t.Fatalf("after 5 events: %#v", mid)
+	}
+
+	handle(t, p, envs[5:6]) // insurances collected: only the revision and time move
+	mid = get(t, s, "acme", "c-1")
+	if mid.Status != "COLLECTING" || mid.Revision != 5 || !mid.UpdatedAt.Equal(envs[5].OccurredAt) {
+		t.Fatalf("after 6 events: %#v", mid)
+	}
+
+	handle(t, p, envs)
+	assertRow(t, get(t, s, "acme", "c-1"), want)
+}
+
+func testProjectorOtherCategories(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	batch := []eventschema.Envelope{
+		log.Append("acme", client.StreamName("acme"), base, client.Registered{ClientID: "acme", Name: "Acme AB", RegisteredAt: base}),
+		log.Append("acme", client.StreamName("acme"), base, client.APIKeyIssued{KeyID: "k1", KeyHash: client.HashAPIKey("secret"), IssuedAt: base}),
+	}
+	handle(t, p, batch)
+	got, err := s.GetMany(ctx(t), []string{"acme", "client-acme"})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("client events produced rows: %v, %v", got, err)
+	}
+	// A status change whose started event never arrived creates no half row.
+	orphan := log.Append("acme", collection.StreamName("c-orphan"), base, collection.StatusChanged{
+		From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: base})
+	handle(t, p, []eventschema.Envelope{orphan})
+	if _, err := s.Get(ctx(t), "acme", "c-orphan"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		t.Fatalf("orphan status change created a row: %v", err)
+	}
+}
+
+// testProjectorOldStarted feeds a collection.started written in schema version 1, which the
+// projector must upcast on read.
+func testProjectorOldStarted(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	started := log.AppendRaw(eventschema.Envelope{
+		Type: collection.EventStarted, SchemaVersion: 1, Tenant: "acme", Stream: collection.StreamName("c-v1"),
+		OccurredAt: base.Truncate(time.Millisecond),
+		Payload: []byte(`{"collectionId":"c-v1","clientId":"acme","company":"se-demo-insurer",` +
+			`"loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK","apiVersion":"2025-01-01",` +
+			`"startedAt":"2026-01-02T03:04:05.678Z","input":{"SWEDISH_PERSONAL_NUMBER":"199001010017"}}`),
+	})
+	handle(t, p, []eventschema.Envelope{started})
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
+	assertRow(t, get(t, s, "acme", "c-v1"), collectionstatus.Row{
+		CollectionID: "c-v1", Tenant: "acme", Company: "se-demo-insurer", Product: "INSURANCE",
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", APIVersion: "2025-01-01", Status: "RUNNING",
+		CreatedAt: at, UpdatedAt: at, Revision: 0,
+	})
+}

@@ -1,0 +1,130 @@
+package eventhistory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// clickhouseSchema is the history's ClickHouse DDL, kept to what 18.16 and current servers
+// both accept (String and integer columns only; times as Unix milliseconds).
+//
+// ReplacingMergeTree ORDER BY (stream, revision) collapses a redelivered event into the copy
+// already stored; the copies are the same event, so which one survives does not matter. Until
+// the server merges them both copies are on disk, so reads (List here, and analysts' queries)
+// use FINAL. occurred_at is a MATERIALIZED second-precision DateTime for analysts' time
+// functions; it is computed by the server and never inserted.
+const clickhouseSchema = `
+CREATE TABLE IF NOT EXISTS event_history (
+	tenant         String,
+	stream         String,
+	revision       UInt64,
+	position       UInt64,
+	event_id       String,
+	type           String,
+	schema_version UInt32,
+	occurred_at_ms UInt64,
+	correlation_id String,
+	causation_id   String,
+	actor          String,
+	payload        String,
+	occurred_at    DateTime MATERIALIZED toDateTime(intDiv(occurred_at_ms, 1000))
+) ENGINE = ReplacingMergeTree
+ORDER BY (stream, revision)`
+
+const clickhouseColumns = `tenant, stream, revision, position, event_id, type, schema_version,
+	occurred_at_ms, correlation_id, causation_id, actor, payload`
+
+// ClickHouseStore is the Store on a ClickHouse database.
+type ClickHouseStore struct {
+	conn driver.Conn
+}
+
+var _ Store = (*ClickHouseStore)(nil)
+
+// NewClickHouse creates the history table when missing and returns the store. The caller keeps
+// ownership of conn.
+func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
+	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse event_history: %w", err)
+	}
+	return &ClickHouseStore{conn: conn}, nil
+}
+
+// Insert implements Store with one batched INSERT.
+func (s *ClickHouseStore) Insert(ctx context.Context, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO event_history (`+clickhouseColumns+`)`)
+	if err != nil {
+		return fmt.Errorf("insert event history: prepare batch: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	for _, r := range rows {
+		if r.SchemaVersion < 0 {
+			return fmt.Errorf("insert event history %s/%d: negative schema version %d", r.Stream, r.Revision, r.SchemaVersion)
+		}
+		if err := batch.Append(r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type,
+			uint32(r.SchemaVersion), readdb.UMillis(r.OccurredAt), r.CorrelationID, r.CausationID,
+			r.Actor, string(r.Payload)); err != nil {
+			return fmt.Errorf("insert event history %s/%d: %w", r.Stream, r.Revision, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert %d event history rows: %w", len(rows), err)
+	}
+	return nil
+}
+
+// List implements Store. stream is the key's prefix and tenant never changes within a stream,
+// so both can be filtered on before FINAL collapses the copies.
+func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, afterRevision *uint64, limit int) ([]Row, error) {
+	q := `SELECT ` + clickhouseColumns + ` FROM event_history FINAL WHERE stream = ? AND tenant = ?`
+	args := []any{stream, tenant}
+	if afterRevision != nil {
+		q += ` AND revision > ?`
+		args = append(args, *afterRevision)
+	}
+	q += ` ORDER BY revision`
+	if limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, limit)
+	}
+	rows, err := s.conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []Row
+	for rows.Next() {
+		var (
+			r          Row
+			version    uint32
+			occurredMs uint64
+			payload    string
+		)
+		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Revision, &r.Position, &r.EventID, &r.Type,
+			&version, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &payload); err != nil {
+			return nil, fmt.Errorf("scan event history of %s: %w", stream, err)
+		}
+		r.SchemaVersion = int(version)
+		r.OccurredAt = readdb.FromUMillis(occurredMs)
+		r.Payload = []byte(payload)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
+	}
+	return out, nil
+}
+
+// Reset implements Store.
+func (s *ClickHouseStore) Reset(ctx context.Context) error {
+	if err := s.conn.Exec(ctx, `TRUNCATE TABLE event_history`); err != nil {
+		return fmt.Errorf("reset event_history: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,371 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/metrics"
+	"github.com/samla/samla/projections"
+	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb/readdbtest"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type recordingProjector struct {
+	name    string
+	batches [][]eventschema.Envelope
+	err     error
+}
+
+func (p *recordingProjector) Name() string { return p.name }
+func (p *recordingProjector) Handle(_ context.Context, batch []eventschema.Envelope) error {
+	if p.err != nil {
+		return p.err
+	}
+	p.batches = append(p.batches, batch)
+	return nil
+}
+
+// fakeConsume delivers batches like platform/kafka.Consume: in order, stopping at the first
+// handler error.
+func fakeConsume(groups *[]string, batches ...[]eventschema.Envelope) projections.ConsumeFunc {
+	return func(ctx context.Context, groupID string, handle func(context.Context, []eventschema.Envelope) error) error {
+		*groups = append(*groups, groupID)
+		for _, b := range batches {
+			if err := handle(ctx, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func counter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func gauge(t *testing.T, g prometheus.Gauge) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}
+
+func TestRunRecordsMetricsAndUsesItsOwnGroup(t *testing.T) {
+	log := eventlog.New(t)
+	now := time.Now()
+	a := log.Append("acme", client.StreamName("acme"), now.Add(-time.Hour), client.Registered{ClientID: "acme", Name: "A", RegisteredAt: now})
+	b := log.Append("acme", client.StreamName("acme"), now.Add(-time.Minute), client.APIKeyIssued{KeyID: "k", KeyHash: client.HashAPIKey("x"), IssuedAt: now})
+	c := log.Append("acme", client.StreamName("acme"), now.Add(-2*time.Minute), client.APIKeyRevoked{KeyID: "k", RevokedAt: now})
+
+	p := &recordingProjector{name: "probe"}
+	m := metrics.New(prometheus.NewRegistry())
+	var groups []string
+	err := projections.Run(testCtx(t), p, fakeConsume(&groups, []eventschema.Envelope{a, b}, nil, []eventschema.Envelope{c}), m)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !reflect.DeepEqual(groups, []string{"samla.projection.probe"}) {
+		t.Fatalf("consumer groups = %v", groups)
+	}
+	if len(p.batches) != 2 {
+		t.Fatalf("projector saw %d batches, want 2 (the empty one is skipped)", len(p.batches))
+	}
+	if got := counter(t, m.ProjectionEvents.WithLabelValues("probe")); got != 3 {
+		t.Fatalf("ProjectionEvents = %v, want 3", got)
+	}
+	// The lag is the age of the last event of the last batch: two minutes.
+	if got := gauge(t, m.ProjectionLag.WithLabelValues("probe")); got < 119 || got > 180 {
+		t.Fatalf("ProjectionLag = %vs, want about 120s", got)
+	}
+}
+
+func TestRunStopsOnHandlerError(t *testing.T) {
+	log := eventlog.New(t)
+	e := log.Append("acme", client.StreamName("acme"), time.Now(), client.Registered{ClientID: "acme", Name: "A", RegisteredAt: time.Now()})
+	boom := errors.New("read model down")
+	p := &recordingProjector{name: "probe", err: boom}
+	m := metrics.New(prometheus.NewRegistry())
+	var groups []string
+	err := projections.Run(testCtx(t), p, fakeConsume(&groups, []eventschema.Envelope{e}, []eventschema.Envelope{e}), m)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want the handler's error", err)
+	}
+	if got := counter(t, m.ProjectionEvents.WithLabelValues("probe")); got != 0 {
+		t.Fatalf("a failed batch was counted: %v", got)
+	}
+	// nil metrics are allowed.
+	if err := projections.Run(testCtx(t), &recordingProjector{name: "quiet"}, fakeConsume(&groups, []eventschema.Envelope{e}), nil); err != nil {
+		t.Fatalf("Run without metrics: %v", err)
+	}
+}
+
+// finals cycles the outcomes the generated collections end in; "" leaves one running.
+var finals = []collection.Status{collection.StatusCompleted, "", collection.StatusFailed,
+	collection.StatusAuthenticationTimeout, collection.StatusLogin}
+
+// world appends n collections (two tenants) and the tenants' keys to log and returns what the
+// read models must show.
+type world struct {
+	statuses   map[string]collectionstatus.Row
+	nonFinal   []string
+	keys       map[string]string // plain key → client, for active keys
+	revoked    []string
+	historyLen map[string]int // stream → events
+	tenantOf   map[string]string
+}
+
+func buildWorld(log *eventlog.Log, n int) world {
+	w := world{statuses: map[string]collectionstatus.Row{}, keys: map[string]string{},
+		historyLen: map[string]int{}, tenantOf: map[string]string{}}
+	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+	for _, tenant := range []string{"acme", "other"} {
+		s := client.StreamName(tenant)
+		log.Append(tenant, s, t0, client.Registered{ClientID: tenant, Name: tenant, RegisteredAt: t0})
+		for k := range 3 {
+			plain := fmt.Sprintf("%s-key-%d", tenant, k)
+			log.Append(tenant, s, t0, client.APIKeyIssued{KeyID: fmt.Sprint(k), KeyHash: client.HashAPIKey(plain), IssuedAt: t0})
+			w.keys[plain] = tenant
+		}
+		log.Append(tenant, s, t0, client.APIKeyRevoked{KeyID: "1", RevokedAt: t0})
+		delete(w.keys, tenant+"-key-1")
+		w.revoked = append(w.revoked, tenant+"-key-1")
+		w.historyLen[s] = 5
+		w.tenantOf[s] = tenant
+	}
+	for i := range n {
+		tenant := []string{"acme", "other"}[i%2]
+		id := fmt.Sprintf("c-%05d", i)
+		stream := collection.StreamName(id)
+		at := t0.Add(time.Duration(i) * time.Second)
+		log.Append(tenant, stream, at, collection.Started{CollectionID: id, ClientID: tenant, Company: "se-demo-insurer",
+			Product: collection.ProductInsurance, LoginMethod: "BANKID", APIVersion: "2026-04-01", StartedAt: at,
+			Personal: &collection.StartedPerson{PersonalNumber: "199001010017"}})
+		log.Append(tenant, stream, at.Add(time.Millisecond), collection.Claimed{WorkerID: "w", ClaimedAt: at.Add(time.Millisecond)})
+		final := finals[i%len(finals)]
+		row := collectionstatus.Row{CollectionID: id, Tenant: tenant, Company: "se-demo-insurer", Product: "INSURANCE",
+			LoginMethod: "BANKID", APIVersion: "2026-04-01", Status: "RUNNING",
+			CreatedAt: at, UpdatedAt: at.Add(time.Millisecond), Revision: 1}
+		events := 2
+		if final != "" { // "" stays RUNNING after the claim
+			log.Append(tenant, stream, at.Add(2*time.Millisecond), collection.StatusChanged{From: collection.StatusRunning,
+				To: collection.StatusLogin, ExtraInformation: map[string]any{"MESSAGE": id}, ChangedAt: at.Add(2 * time.Millisecond)})
+			row.Status, row.ExtraInformation, row.UpdatedAt, row.Revision = "LOGIN", map[string]any{"MESSAGE": id}, at.Add(2*time.Millisecond), 2
+			events = 3
+		}
+		if final != "" && final != collection.StatusLogin {
+			log.Append(tenant, stream, at.Add(3*time.Millisecond), collection.StatusChanged{From: collection.StatusLogin,
+				To: final, ChangedAt: at.Add(3 * time.Millisecond)})
+			row.Status, row.ExtraInformation, row.UpdatedAt, row.Revision = string(final), nil, at.Add(3*time.Millisecond), 3
+			events = 4
+		}
+		w.statuses[id] = row
+		w.historyLen[stream] = events
+		w.tenantOf[stream] = tenant
+		if !collection.Status(row.Status).IsFinal() {
+			w.nonFinal = append(w.nonFinal, id)
+		}
+	}
+	return w
+}
+
+// verify checks the read models against the world.
+func verify(t *testing.T, m *projections.ReadModels, w world) {
+	t.Helper()
+	ctx := testCtx(t)
+	ids := make([]string, 0, len(w.statuses))
+	for id := range w.statuses {
+		ids = append(ids, id)
+	}
+	got, err := m.Status.GetMany(ctx, ids)
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	if !reflect.DeepEqual(got, w.statuses) {
+		for id, want := range w.statuses {
+			if !reflect.DeepEqual(got[id], want) {
+				t.Fatalf("status of %s\n got %#v\nwant %#v", id, got[id], want)
+			}
+		}
+		t.Fatalf("GetMany returned %d rows, want %d", len(got), len(w.statuses))
+	}
+	nonFinal, err := m.Status.ListNonFinal(ctx, 0)
+	if err != nil {
+		t.Fatalf("ListNonFinal: %v", err)
+	}
+	var nonFinalIDs []string
+	for _, r := range nonFinal {
+		nonFinalIDs = append(nonFinalIDs, r.CollectionID)
+	}
+	sort.Strings(nonFinalIDs)
+	if !reflect.DeepEqual(nonFinalIDs, w.nonFinal) {
+		t.Fatalf("ListNonFinal = %d ids, want %d", len(nonFinalIDs), len(w.nonFinal))
+	}
+	checked := 0
+	for stream, n := range w.historyLen {
+		// A sample keeps the ClickHouse run short (one FINAL query per stream); the map's
+		// random order makes it a different sample each run, and client streams always count.
+		if checked++; checked%7 != 0 && eventschema.Category(stream) != "client" {
+			continue
+		}
+		rows, err := m.History.List(ctx, w.tenantOf[stream], stream, nil, 0)
+		if err != nil {
+			t.Fatalf("List(%s): %v", stream, err)
+		}
+		if len(rows) != n {
+			t.Fatalf("history of %s has %d events, want %d", stream, len(rows), n)
+		}
+	}
+	for plain, tenant := range w.keys {
+		if got, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); err != nil || got != tenant {
+			t.Fatalf("Lookup(%s) = %q, %v; want %s", plain, got, err, tenant)
+		}
+	}
+	for _, plain := range w.revoked {
+		if _, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); !errors.Is(err, apikeys.ErrNotFound) {
+			t.Fatalf("revoked key %s: %v", plain, err)
+		}
+	}
+}
+
+// exercise runs the same scenario on any ReadModels: consume through Run with redelivery, then
+// rebuild over left-over junk, then rebuild again.
+func exercise(t *testing.T, m *projections.ReadModels, collections int) {
+	log := eventlog.New(t)
+	w := buildWorld(log, collections)
+	all := log.All()
+
+	names := map[string]bool{}
+	for _, p := range m.Projectors() {
+		names[p.Name()] = true
+	}
+	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history": true, "api-keys": true}) {
+		t.Fatalf("projector names = %v", names)
+	}
+
+	// Through Run, in batches of 97 with the second batch delivered twice and the whole log
+	// delivered again at the end (a consumer that lost its offsets).
+	var batches [][]eventschema.Envelope
+	for i := 0; i < len(all); i += 97 {
+		batches = append(batches, all[i:min(i+97, len(all))])
+		if i == 97 {
+			batches = append(batches, all[i:min(i+97, len(all))])
+		}
+	}
+	batches = append(batches, all)
+	var groups []string
+	for _, p := range m.Projectors() {
+		if err := projections.Run(testCtx(t), p, fakeConsume(&groups, batches...), nil); err != nil {
+			t.Fatalf("Run %s: %v", p.Name(), err)
+		}
+	}
+	verify(t, m, w)
+
+	// Junk that is not in the event store must be gone after a rebuild.
+	junk := collectionstatus.Row{CollectionID: "c-junk", Tenant: "acme", Status: "RUNNING", Revision: 99}
+	if err := m.Status.Upsert(testCtx(t), []collectionstatus.Row{junk}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		n, err := projections.Rebuild(testCtx(t), log, m)
+		if err != nil {
+			t.Fatalf("Rebuild: %v", err)
+		}
+		if n != len(all) {
+			t.Fatalf("Rebuild replayed %d events, want %d", n, len(all))
+		}
+		verify(t, m, w)
+		if _, err := m.Status.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, collectionstatus.ErrNotFound) {
+			t.Fatalf("junk row survived the rebuild: %v", err)
+		}
+	}
+}
+
+func TestSQLiteReadModels(t *testing.T) {
+	dir := t.TempDir()
+	m, err := projections.OpenSQLiteReadModels(dir)
+	if err != nil {
+		t.Fatalf("OpenSQLiteReadModels: %v", err)
+	}
+	exercise(t, m, 700) // more than one rebuild batch of events
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+
+	// Reopening runs the migrations again and finds the data.
+	m, err = projections.OpenSQLiteReadModels(dir)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer func() { _ = m.Close() }()
+	if r, err := m.Status.Get(testCtx(t), "acme", "c-00000"); err != nil || r.Status != "COMPLETED" {
+		t.Fatalf("after reopen: %+v, %v", r, err)
+	}
+}
+
+func TestClickHouseReadModels(t *testing.T) {
+	dsn := readdbtest.ClickHouseDatabase(t)
+	m, err := projections.OpenClickHouseReadModels(testCtx(t), dsn)
+	if err != nil {
+		t.Fatalf("OpenClickHouseReadModels: %v", err)
+	}
+	defer func() { _ = m.Close() }()
+	exercise(t, m, 700)
+
+	again, err := projections.OpenClickHouseReadModels(testCtx(t), dsn)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer func() { _ = again.Close() }()
+	if r, err := again.Status.Get(testCtx(t), "acme", "c-00000"); err != nil || r.Status != "COMPLETED" {
+		t.Fatalf("after reopen: %+v, %v", r, err)
+	}
+}
+
+type stuckReader struct{ env eventschema.Envelope }
+
+func (r stuckReader) ReadAll(context.Context, uint64, int) ([]eventschema.Envelope, error) {
+	return []eventschema.Envelope{r.env}, nil
+}
+
+func TestRebuildRefusesAReaderThatDoesNotAdvance(t *testing.T) {
+	m, err := projections.OpenSQLiteReadModels(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close() }()
+	log := eventlog.New(t)
+	e := log.Append("acme", client.StreamName("acme"), time.Now(), client.Registered{ClientID: "acme", Name: "A", RegisteredAt: time.Now()})
+	e.Position = 0
+	if _, err := projections.Rebuild(testCtx(t), stuckReader{e}, m); err == nil {
+		t.Fatal("Rebuild looped or accepted a non-advancing reader")
+	}
+}

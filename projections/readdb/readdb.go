@@ -1,0 +1,171 @@
+// Package readdb opens the databases that hold Samla's read models: an embedded SQLite file per
+// read model (modernc.org/sqlite, no cgo) or a ClickHouse database over the native protocol. It
+// also holds the few encodings every read model shares, so that both adapters of a read model
+// store a value the same way.
+package readdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	// The pure-Go SQLite driver registers itself as "sqlite"; importing it here keeps the
+	// driver choice in the one package that opens read-model databases.
+	_ "modernc.org/sqlite"
+)
+
+// sqliteBusyTimeout is how long a writer waits for another writer's lock before SQLITE_BUSY.
+// Read models are written by one projector each, but a rebuild, a second process started by
+// mistake or a long read checkpoint can still hold the lock for a moment.
+const sqliteBusyTimeout = 5 * time.Second
+
+// OpenSQLite opens (creating if needed) a SQLite read-model database at path.
+//
+// Pragmas, applied to every pooled connection through the DSN:
+//   - journal_mode=WAL: query handlers read while the projector writes, and WAL lets readers
+//     see the last committed state without blocking the writer or being blocked by it.
+//   - busy_timeout: a writer waits for the lock instead of failing at once.
+//   - synchronous=NORMAL: in WAL mode a commit is then not fsynced until the next checkpoint.
+//     A crash of the process loses nothing (the commit is in the OS's page cache); a power
+//     loss or kernel crash can drop the last commits even though the projector has already
+//     committed their Kafka offsets, so those events would be missing until the read model
+//     is rebuilt. That trade (a write without fsync on every projected batch) is acceptable
+//     here and only here: a read model is derived data that projections.Rebuild recreates
+//     from the event store, which is the source of truth and does fsync every commit.
+//   - _txlock=immediate: transactions take the write lock at BEGIN, so two writers queue on
+//     busy_timeout instead of one failing with SQLITE_BUSY when it upgrades a read lock.
+func OpenSQLite(path string) (*sql.DB, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		// The driver splits the DSN at '?', so such a path would silently open another file.
+		return nil, fmt.Errorf("open sqlite read model %q: path must be non-empty and free of '?'", path)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// OpenClickHouse connects to the ClickHouse server named by dsn
+// (clickhouse://user:password@host:9000/database?...) over the native protocol, creating the
+// database when it does not exist yet. The native protocol is the only one clickhouse-go v2
+// speaks with the 18.16 servers CI runs.
+func OpenClickHouse(ctx context.Context, dsn string) (driver.Conn, error) {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse clickhouse dsn: %w", err)
+	}
+	database := opts.Auth.Database
+	if database == "" {
+		database = "default"
+	}
+	if err := ValidClickHouseIdentifier(database); err != nil {
+		return nil, err
+	}
+	// The server refuses a connection whose default database does not exist, so create it
+	// through a connection to "default" first.
+	if database != "default" {
+		bootstrap := *opts
+		bootstrap.Auth.Database = "default"
+		conn, err := clickhouse.Open(&bootstrap)
+		if err != nil {
+			return nil, fmt.Errorf("connect to clickhouse %v: %w", opts.Addr, err)
+		}
+		err = conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+database)
+		_ = conn.Close()
+		if err != nil {
+			return nil, fmt.Errorf("create clickhouse database %s: %w", database, err)
+		}
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to clickhouse %v: %w", opts.Addr, err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("ping clickhouse %v/%s: %w", opts.Addr, database, err)
+	}
+	return conn, nil
+}
+
+// ValidClickHouseIdentifier accepts the plain identifiers that need no quoting, which is all
+// Samla uses; DDL cannot take bound parameters, so anything else is refused rather than quoted.
+func ValidClickHouseIdentifier(name string) error {
+	if name == "" || len(name) > 128 {
+		return fmt.Errorf("invalid clickhouse identifier %q", name)
+	}
+	for i, r := range name {
+		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return fmt.Errorf("invalid clickhouse identifier %q", name)
+		}
+	}
+	return nil
+}
+
+// Millis is the stored form of a time in every read model: milliseconds since the Unix epoch.
+// Events carry ms precision, SQLite has no time type and ClickHouse 18.16 has no DateTime64, so
+// one integer encoding keeps both adapters exact and comparable. The zero time is stored as 0.
+func Millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// UMillis is Millis for ClickHouse's UInt64 columns. Samla has no time before 1970 to store;
+// should one appear it is clamped to 0 (unknown) rather than wrapped to a far-future value.
+func UMillis(t time.Time) uint64 {
+	if ms := Millis(t); ms > 0 {
+		return uint64(ms)
+	}
+	return 0
+}
+
+// FromUMillis is FromMillis for ClickHouse's UInt64 columns.
+func FromUMillis(ms uint64) time.Time { return FromMillis(int64(ms)) }
+
+// FromMillis turns a stored Millis back into a UTC time; 0 is the zero time.
+func FromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// Placeholders returns "?, ?, …" with n markers, for SQL IN lists.
+func Placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// Chunks splits ids into slices of at most size, so that IN lists stay below the databases'
+// limits on bound variables and query length.
+func Chunks(ids []string, size int) [][]string {
+	var out [][]string
+	for len(ids) > size {
+		out = append(out, ids[:size])
+		ids = ids[size:]
+	}
+	if len(ids) > 0 {
+		out = append(out, ids)
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package projections
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/eventhistory"
+	"github.com/samla/samla/projections/readdb"
+)
+
+// ReadModels is every read model of one deployment, on SQLite or on ClickHouse. Query handlers
+// read through the stores; the projectors write to them.
+type ReadModels struct {
+	Status  collectionstatus.Store
+	History eventhistory.Store
+	APIKeys apikeys.Store
+
+	reg     *eventschema.Registry
+	closers []func() error
+	closed  bool
+}
+
+// SQLiteDir is where OpenSQLiteReadModels keeps its files under the data directory.
+const SQLiteDir = "readmodels"
+
+// OpenSQLiteReadModels opens (creating and migrating as needed) the embedded read models under
+// dataDir/readmodels. Each read model has its own database file, so that the three projectors
+// never wait for each other's write lock and each model can be deleted and rebuilt alone.
+func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
+	// Migrations are a few local CREATE … IF NOT EXISTS statements; nothing to cancel.
+	ctx := context.Background()
+	dir := filepath.Join(dataDir, SQLiteDir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create read-model directory: %w", err)
+	}
+	m, err := newReadModels()
+	if err != nil {
+		return nil, err
+	}
+	open := func(name string) (*sql.DB, error) {
+		db, err := readdb.OpenSQLite(filepath.Join(dir, name+".db"))
+		if err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, db.Close)
+		return db, nil
+	}
+	fail := func(err error) (*ReadModels, error) {
+		_ = m.Close()
+		return nil, fmt.Errorf("open sqlite read models in %s: %w", dir, err)
+	}
+
+	db, err := open("collection_status")
+	if err != nil {
+		return fail(err)
+	}
+	if m.Status, err = collectionstatus.NewSQLite(ctx, db); err != nil {
+		return fail(err)
+	}
+	if db, err = open("event_history"); err != nil {
+		return fail(err)
+	}
+	if m.History, err = eventhistory.NewSQLite(ctx, db); err != nil {
+		return fail(err)
+	}
+	if db, err = open("api_keys"); err != nil {
+		return fail(err)
+	}
+	if m.APIKeys, err = apikeys.NewSQLite(ctx, db); err != nil {
+		return fail(err)
+	}
+	return m, nil
+}
+
+// OpenClickHouseReadModels connects to ClickHouse (creating the DSN's database if missing) and
+// migrates every read model's table. The stores share one connection pool.
+func OpenClickHouseReadModels(ctx context.Context, dsn string) (*ReadModels, error) {
+	m, err := newReadModels()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := readdb.OpenClickHouse(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse read models: %w", err)
+	}
+	m.closers = append(m.closers, conn.Close)
+	if err := m.migrateClickHouse(ctx, conn); err != nil {
+		_ = m.Close()
+		return nil, fmt.Errorf("open clickhouse read models: %w", err)
+	}
+	return m, nil
+}
+
+func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) error {
+	var err error
+	if m.Status, err = collectionstatus.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
+	if m.History, err = eventhistory.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
+	if m.APIKeys, err = apikeys.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
+	return nil
+}
+
+func newReadModels() (*ReadModels, error) {
+	reg, err := eventschema.NewRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("event schema registry: %w", err)
+	}
+	return &ReadModels{reg: reg}, nil
+}
+
+// Projectors returns one projector per read model, writing to these stores.
+func (m *ReadModels) Projectors() []Projector {
+	return []Projector{
+		collectionstatus.NewProjector(m.reg, m.Status),
+		eventhistory.NewProjector(m.reg, m.History),
+		apikeys.NewProjector(m.reg, m.APIKeys),
+	}
+}
+
+// Reset empties every read model, before a rebuild.
+func (m *ReadModels) Reset(ctx context.Context) error {
+	if err := m.Status.Reset(ctx); err != nil {
+		return err
+	}
+	if err := m.History.Reset(ctx); err != nil {
+		return err
+	}
+	return m.APIKeys.Reset(ctx)
+}
+
+// Close releases the databases. It is safe to call more than once.
+func (m *ReadModels) Close() error {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var errs []error
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		if err := m.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close read models: %w", err)
+	}
+	return nil
+}
