@@ -1,0 +1,97 @@
+package company
+
+import (
+	"fmt"
+
+	"github.com/samla/samla/connectors/worker"
+	"github.com/samla/samla/domain/collection"
+)
+
+// failureOutcomes maps the demo companies' login failure reasons to the final collection
+// status Samla reports. A reason missing here ends the collection FAILED, the spec's catch-all
+// for a failure without a more precise status.
+var failureOutcomes = map[string]collection.Status{
+	"INVALID_CREDENTIALS":      collection.StatusIncorrectCredentials,
+	"USER_CANCELLED":           collection.StatusAuthenticationCancelled,
+	"ORDER_EXPIRED":            collection.StatusAuthenticationTimeout,
+	"ALREADY_IN_PROGRESS":      collection.StatusAuthenticationConflict,
+	"ACCOUNT_LOCKED":           collection.StatusAccountTemporarilyLocked,
+	"KYC_REQUIRED":             collection.StatusKYCForm,
+	"NOT_A_CUSTOMER":           collection.StatusCustomerEnrollmentRequired,
+	"CONTACT_DETAILS_REQUIRED": collection.StatusContactForm,
+	"SIGN_IN_REJECTED":         collection.StatusAuthenticationError,
+	"TEMPORARY_ERROR":          collection.StatusFailed,
+}
+
+func outcomeOf(reason string) collection.Status {
+	if st, ok := failureOutcomes[reason]; ok {
+		return st
+	}
+	return collection.StatusFailed
+}
+
+// insuranceTypes maps the companies' product codes to Samla's insurance types.
+var insuranceTypes = map[string]string{
+	"home":     "HOME",
+	"motor":    "CAR",
+	"accident": "ACCIDENT",
+	"pet":      "PET",
+	"life":     "LIFE",
+}
+
+var premiumFrequencies = map[string]string{
+	"monthly":   "MONTHLY",
+	"quarterly": "QUARTERLY",
+	"yearly":    "YEARLY",
+}
+
+// mapInsurances turns the company's insurances into Samla's. A value the company does not
+// know stays nil (unknown), never a zero; a list Samla cannot store (missing or repeated ids)
+// is the company's failure.
+func mapInsurances(companyID string, in []wireInsurance) (worker.InsuranceData, error) {
+	out := worker.InsuranceData{Insurances: make([]collection.Insurance, 0, len(in))}
+	seen := make(map[string]bool, len(in))
+	for _, w := range in {
+		if w.ID == "" || seen[w.ID] {
+			return worker.InsuranceData{}, fmt.Errorf("insurances of %s have a missing or repeated id: %w", companyID, worker.ErrCompanyFailed)
+		}
+		seen[w.ID] = true
+		typ, ok := insuranceTypes[w.Product]
+		if !ok {
+			typ = "OTHER"
+		}
+		ins := collection.Insurance{
+			ID: w.ID, InsuranceType: typ, InsuranceNumber: nonEmpty(w.PolicyNumber), DisplayName: nonEmpty(w.Name),
+			RenewalDate: nonEmpty(w.RenewalDate), StartDate: nonEmpty(w.StartDate),
+		}
+		if p := w.Premium; p != nil && p.Amount != nil {
+			amount := *p.Amount
+			ins.Premium = &amount
+			if p.Currency != "" {
+				cur := p.Currency
+				ins.Currency = &cur
+			}
+			if p.Frequency != nil {
+				if f, ok := premiumFrequencies[*p.Frequency]; ok {
+					ins.PremiumFrequency = &f
+				}
+			}
+		}
+		if w.PolicyHolder != nil && w.PolicyHolder.Name != "" {
+			if out.HolderNames == nil {
+				out.HolderNames = map[string]string{}
+			}
+			out.HolderNames[w.ID] = w.PolicyHolder.Name
+		}
+		out.Insurances = append(out.Insurances, ins)
+	}
+	return out, nil
+}
+
+func nonEmpty(s *string) *string {
+	if s == nil || *s == "" {
+		return nil
+	}
+	v := *s
+	return &v
+}

@@ -1,0 +1,331 @@
+// Package sandbox runs Samla's demo companies as a real HTTP server, so that connector workers
+// talk to them exactly as they would to real companies: over TCP, with latency and with
+// failures. Only the company adapters know the wire format; nothing in Samla reaches into the
+// sandbox's memory.
+//
+// All routes live under /sandbox/ so that the same handler can later be mounted beside Samla's
+// own API (SANDBOX.md's /sandbox/eid/sign, /sandbox/outbox, /sandbox/signing/…) without
+// colliding with it.
+//
+// The demo companies' API, below BaseURL(companyID) = <url>/sandbox/companies/{companyId}:
+//
+//	GET    /sandbox/companies                → {"companies":[{id, displayName, market, products, loginMethods, status}]}
+//	GET    …/{companyId}                     → one company; status OPERATIONAL or MAINTENANCE
+//	POST   …/{companyId}/sessions            {personalNumber?, loginMethod, reference?}, header Idempotency-Key?
+//	                                         → 201 session (200 and the same session for a repeated key)
+//	GET    …/{companyId}/sessions/{id}       → session
+//	DELETE …/{companyId}/sessions/{id}       → 204 (logout)
+//	GET    …/{companyId}/sessions/{id}/insurances, Authorization: Bearer <accessToken>
+//	                                         → {"insurances":[{id, product, name, policyNumber,
+//	                                            premium{amount, currency, frequency}, renewalDate,
+//	                                            startDate, policyHolder{name}}]}; unknown values null or absent
+//
+// A session is {sessionId, reference, loginMethod, state, failureReason?, message?, customer?
+// {personalNumber}, accessToken?, createdAt, expiresAt?}, state AWAITING_SIGNATURE,
+// AUTHENTICATED or FAILED. Errors are {code, message}: 400 INVALID_REQUEST |
+// INVALID_PERSONAL_NUMBER, 401 INVALID_TOKEN, 404 UNKNOWN_COMPANY | SESSION_NOT_FOUND |
+// NOT_AN_INSURER, 409 NOT_AUTHENTICATED, 422 LOGIN_METHOD_NOT_SUPPORTED (with
+// supportedLoginMethods) | IDEMPOTENCY_KEY_REUSED, 500 INTERNAL_ERROR, 501
+// LOGIN_METHOD_NOT_IMPLEMENTED (listed by the company, not simulated yet), 503 MAINTENANCE |
+// TEMPORARILY_UNAVAILABLE (injected).
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of SANDBOX.md.
+const (
+	DefaultLatencyMin      = 5 * time.Millisecond
+	DefaultLatencyMax      = 30 * time.Millisecond
+	DefaultMockSignDelay   = time.Second
+	DefaultEIDOrderTimeout = 30 * time.Second
+	// DefaultSessionTTL is how long the company remembers a login session; long enough for the
+	// slowest persona (contact form and input timeouts of a couple of minutes each).
+	DefaultSessionTTL = 30 * time.Minute
+)
+
+// Option configures a sandbox.
+type Option func(*options)
+
+type options struct {
+	addr            string
+	latencyMin      time.Duration
+	latencyMax      time.Duration
+	failureRate     float64
+	mockSignDelay   time.Duration
+	eidOrderTimeout time.Duration
+	sessionTTL      time.Duration
+	logger          *slog.Logger
+	now             func() time.Time
+	seed            uint64
+	seeded          bool
+}
+
+// WithAddr sets the listen address; the default 127.0.0.1:0 picks a free port.
+func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithLatency sets the range each company request is delayed by (uniformly); 0, 0 turns
+// latency off, which tests want.
+func WithLatency(min, max time.Duration) Option {
+	return func(o *options) { o.latencyMin, o.latencyMax = min, max }
+}
+
+// WithFailureRate answers that fraction (0..1) of company requests with 503 before handling
+// them, to prove that connectors retry. 1 makes every company permanently unavailable.
+func WithFailureRate(rate float64) Option { return func(o *options) { o.failureRate = rate } }
+
+// WithMockSignDelay sets how long the simulated user of SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK
+// takes to sign (SANDBOX.md: about one second).
+func WithMockSignDelay(d time.Duration) Option { return func(o *options) { o.mockSignDelay = d } }
+
+// WithEIDOrderTimeout sets when an unsigned EID order expires (SAMLA_EID_ORDER_TIMEOUT).
+func WithEIDOrderTimeout(d time.Duration) Option {
+	return func(o *options) { o.eidOrderTimeout = d }
+}
+
+// WithSessionTTL sets how long a company remembers a login session.
+func WithSessionTTL(d time.Duration) Option { return func(o *options) { o.sessionTTL = d } }
+
+// WithLogger sets the logger; it never receives personal numbers or names.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithClock replaces time.Now for every time-driven decision (signing, expiry, renewal dates).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithSeed makes latency and failure injection reproducible.
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seeded = seed, true } }
+
+// Stats counts what the sandbox did; tests use it to prove that failures were injected.
+type Stats struct {
+	Requests         int64 // company API requests received
+	InjectedFailures int64 // of which answered 503 on purpose
+}
+
+// Sandbox is a running set of demo companies.
+type Sandbox struct {
+	opts      options
+	companies map[string]*demoCompany
+	personas  personaTable
+	handler   http.Handler
+
+	srv       *http.Server
+	ln        net.Listener
+	url       string
+	serveDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	mu          sync.Mutex
+	sessions    map[string]*loginSession // by session id
+	idempotency map[string]string        // company id + "\x00" + key → session id
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	failureRate      atomic.Uint64 // math.Float64bits of the current rate
+	requests         atomic.Int64
+	injectedFailures atomic.Int64
+}
+
+// New builds a sandbox without listening, for mounting its Handler elsewhere. Start is the
+// usual entry point.
+func New(opts ...Option) (*Sandbox, error) {
+	o := options{
+		addr: "127.0.0.1:0", latencyMin: DefaultLatencyMin, latencyMax: DefaultLatencyMax,
+		mockSignDelay: DefaultMockSignDelay, eidOrderTimeout: DefaultEIDOrderTimeout,
+		sessionTTL: DefaultSessionTTL, now: time.Now,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.latencyMin < 0 || o.latencyMax < o.latencyMin:
+		return nil, fmt.Errorf("sandbox latency range %v..%v is invalid", o.latencyMin, o.latencyMax)
+	case o.failureRate < 0 || o.failureRate > 1:
+		return nil, fmt.Errorf("sandbox failure rate %v is not within 0..1", o.failureRate)
+	case o.mockSignDelay < 0 || o.eidOrderTimeout <= 0 || o.sessionTTL <= 0:
+		return nil, errors.New("sandbox delays and timeouts must be positive")
+	case o.now == nil:
+		return nil, errors.New("sandbox clock is nil")
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if !o.seeded {
+		o.seed = rand.Uint64()
+	}
+	s := &Sandbox{
+		opts:        o,
+		companies:   demoCompanies(),
+		personas:    newPersonaTable(),
+		sessions:    map[string]*loginSession{},
+		idempotency: map[string]string{},
+		rng:         rand.New(rand.NewPCG(o.seed, o.seed^0x5a4d4c41)),
+	}
+	s.SetFailureRate(o.failureRate)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Start builds a sandbox and serves it until ctx ends or Close is called.
+func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
+	s, err := New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", s.opts.addr)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox listen on %s: %w", s.opts.addr, err)
+	}
+	s.ln, s.url = ln, "http://"+ln.Addr().String()
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.opts.logger.Handler(), slog.LevelWarn),
+	}
+	s.serveDone = make(chan struct{})
+	go func() {
+		defer close(s.serveDone)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.opts.logger.Error("sandbox server stopped", "err", err)
+		}
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = s.Close()
+		case <-s.serveDone:
+		}
+	}()
+	s.opts.logger.Info("sandbox listening", "url", s.url)
+	return s, nil
+}
+
+// Handler serves every sandbox route under /sandbox/.
+func (s *Sandbox) Handler() http.Handler { return s.handler }
+
+// URL is the root of the running server ("" when built with New).
+func (s *Sandbox) URL() string { return s.url }
+
+// BaseURL is where a company's API lives; "" for a company the sandbox does not run, so that
+// a misconfigured connector fails loudly instead of calling the wrong host.
+func (s *Sandbox) BaseURL(companyID string) string {
+	if _, ok := s.companies[companyID]; !ok || s.url == "" {
+		return ""
+	}
+	return s.url + "/sandbox/companies/" + companyID
+}
+
+// CompanyIDs lists the demo companies the sandbox runs.
+func (s *Sandbox) CompanyIDs() []string {
+	out := make([]string, 0, len(s.companies))
+	for _, c := range demoCompanyOrder(s.companies) {
+		out = append(out, c.id)
+	}
+	return out
+}
+
+// SetFailureRate changes the injected failure rate while running (tests take a company down
+// and bring it back).
+func (s *Sandbox) SetFailureRate(rate float64) {
+	rate = min(max(rate, 0), 1)
+	s.failureRate.Store(math.Float64bits(rate))
+}
+
+// Stats reports request counters.
+func (s *Sandbox) Stats() Stats {
+	return Stats{Requests: s.requests.Load(), InjectedFailures: s.injectedFailures.Load()}
+}
+
+// Close stops the server, letting requests in flight finish for a moment.
+func (s *Sandbox) Close() error {
+	s.closeOnce.Do(func() {
+		if s.srv == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.srv.Shutdown(ctx); err != nil {
+			s.closeErr = errors.Join(fmt.Errorf("sandbox shutdown: %w", err), s.srv.Close())
+		}
+		<-s.serveDone
+	})
+	return s.closeErr
+}
+
+func (s *Sandbox) now() time.Time { return s.opts.now() }
+
+// chaos makes the company API behave like a remote one: every request waits a random latency
+// and a fraction is refused with 503 before any state changes, so a retry is always safe.
+func (s *Sandbox) chaos(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		if d := s.latency(); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		if rate := math.Float64frombits(s.failureRate.Load()); rate > 0 && s.draw() < rate {
+			s.injectedFailures.Add(1)
+			writeError(w, http.StatusServiceUnavailable, "TEMPORARILY_UNAVAILABLE", "The service is temporarily unavailable.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Sandbox) latency() time.Duration {
+	lo, hi := s.opts.latencyMin, s.opts.latencyMax
+	if hi <= 0 {
+		return 0
+	}
+	if hi == lo {
+		return lo
+	}
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)+1))
+}
+
+func (s *Sandbox) draw() float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.Float64()
+}
+
+func (s *Sandbox) routes() http.Handler {
+	api := http.NewServeMux()
+	api.HandleFunc("GET /sandbox/companies", s.listCompanies)
+	api.HandleFunc("GET /sandbox/companies/{companyId}", s.getCompany)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/sessions", s.createSession)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/sessions/{sessionId}", s.getSession)
+	api.HandleFunc("DELETE /sandbox/companies/{companyId}/sessions/{sessionId}", s.deleteSession)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/sessions/{sessionId}/insurances", s.getInsurances)
+	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "No such resource.")
+	})
+
+	root := http.NewServeMux()
+	companies := s.chaos(api)
+	root.Handle("/sandbox/companies", companies)
+	root.Handle("/sandbox/companies/", companies)
+	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "No such resource.")
+	})
+	return root
+}

@@ -1,0 +1,330 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/connectors/company"
+	"github.com/samla/samla/connectors/sandbox"
+	"github.com/samla/samla/connectors/worker"
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/metrics"
+)
+
+// memStore is an in-memory event store with the real store's optimistic concurrency.
+type memStore struct {
+	mu      sync.Mutex
+	streams map[string][]eventschema.Envelope
+	pos     uint64
+	// failAppends makes every append fail as if the store were down.
+	failAppends bool
+}
+
+func newMemStore() *memStore { return &memStore{streams: map[string][]eventschema.Envelope{}} }
+
+func (m *memStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failAppends {
+		return eventstore.AppendResult{}, fmt.Errorf("store down")
+	}
+	cur := m.streams[stream]
+	exists := len(cur) > 0
+	var last uint64
+	if exists {
+		last = uint64(len(cur) - 1)
+	}
+	if !expected.Allows(last, exists) {
+		return eventstore.AppendResult{}, &eventstore.WrongExpectedRevisionError{Stream: stream, Expected: expected, Actual: last, ActualExists: exists}
+	}
+	for _, e := range events {
+		m.pos++
+		e.Stream, e.Revision, e.Position = stream, uint64(len(cur)), m.pos
+		cur = append(cur, e)
+	}
+	m.streams[stream] = cur
+	return eventstore.AppendResult{NextExpectedRevision: uint64(len(cur) - 1), Position: m.pos}, nil
+}
+
+func (m *memStore) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventschema.Envelope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.streams[stream]
+	if len(cur) == 0 {
+		return nil, eventstore.ErrStreamNotFound
+	}
+	if from >= uint64(len(cur)) {
+		return nil, nil
+	}
+	out := slices.Clone(cur[from:])
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (m *memStore) setFailAppends(v bool) {
+	m.mu.Lock()
+	m.failAppends = v
+	m.mu.Unlock()
+}
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// env is one test's world: an event store, the sandbox over real HTTP, the HTTP company
+// adapter and the sandbox catalog.
+type env struct {
+	t         *testing.T
+	store     *memStore
+	reg       *eventschema.Registry
+	repo      *repository.Repository
+	sb        *sandbox.Sandbox
+	companies *company.Client
+	catalog   worker.Catalog
+	metrics   *metrics.Metrics
+	logs      *syncBuffer
+	logger    *slog.Logger
+}
+
+type envOptions struct {
+	sandbox     []sandbox.Option
+	maxAttempts int
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	reg, err := eventschema.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sbOpts := append([]sandbox.Option{
+		sandbox.WithLatency(0, 0), sandbox.WithMockSignDelay(50 * time.Millisecond),
+		sandbox.WithSeed(7), sandbox.WithLogger(logger),
+	}, o.sandbox...)
+	sb, err := sandbox.Start(ctx, sbOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Close() })
+	m := metrics.New(prometheus.NewRegistry())
+	if o.maxAttempts == 0 {
+		o.maxAttempts = 4
+	}
+	cl, err := company.New(company.Config{
+		BaseURL: sb.BaseURL, RequestTimeout: 2 * time.Second, MaxAttempts: o.maxAttempts,
+		BackoffBase: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Metrics: m, Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newMemStore()
+	return &env{
+		t: t, store: store, reg: reg, repo: repository.New(store, reg, nil), sb: sb, companies: cl,
+		catalog: catalog.Sandbox(), metrics: m, logs: logs, logger: logger,
+	}
+}
+
+func (e *env) config(workerID string) worker.Config {
+	return worker.Config{
+		WorkerID: workerID, Repo: e.repo, Catalog: e.catalog, Companies: e.companies,
+		Metrics: e.metrics, Logger: e.logger, PollInterval: 10 * time.Millisecond,
+		StaleClaimAfter: time.Minute, SweepInterval: 50 * time.Millisecond,
+	}
+}
+
+// worker builds a worker and stops it when the test ends.
+func (e *env) worker(cfg worker.Config) *worker.Worker {
+	w := worker.New(cfg)
+	e.t.Cleanup(w.Stop)
+	return w
+}
+
+const clientID = "client-test"
+
+// start records a collection.started and returns the collection id and the envelope a Kafka
+// consumer would hand to HandleBatch.
+func (e *env) start(companyID, loginMethod, personalNumber string) (string, eventschema.Envelope) {
+	e.t.Helper()
+	return e.startAt(companyID, loginMethod, personalNumber, time.Now())
+}
+
+func (e *env) startAt(companyID, loginMethod, personalNumber string, now time.Time) (string, eventschema.Envelope) {
+	e.t.Helper()
+	ctx := context.Background()
+	co, err := catalog.Sandbox().Get(companyID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	id := uuid.NewString()
+	var c collection.Collection
+	events, err := c.Start(collection.StartRequest{
+		CollectionID: id, ClientID: clientID, Company: co.ForCollection(), LoginMethod: loginMethod,
+		APIVersion: "2026-04-01", PersonalNumber: personalNumber, RequestHash: "h",
+	}, now)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	meta := repository.Meta{Tenant: clientID, CorrelationID: "req-" + id, Actor: "client:" + clientID}
+	if _, err := e.repo.Save(ctx, collection.StreamName(id), 0, meta, events); err != nil {
+		e.t.Fatal(err)
+	}
+	envs, err := e.store.ReadStream(ctx, collection.StreamName(id), 0, 1)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id, envs[0]
+}
+
+func (e *env) load(id string) *collection.Collection {
+	e.t.Helper()
+	c, err := e.repo.LoadCollection(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// save appends events decided on c, as another writer would.
+func (e *env) save(id string, c *collection.Collection, events ...domain.Event) {
+	e.t.Helper()
+	meta := repository.Meta{Tenant: clientID, CorrelationID: id, Actor: "test"}
+	if _, err := e.repo.Save(context.Background(), collection.StreamName(id), c.Version(), meta, events); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitFor polls the collection until cond holds.
+func (e *env) waitFor(id, what string, cond func(*collection.Collection) bool) *collection.Collection {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := e.load(id)
+		if cond(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("collection %s: timed out waiting for %s; status %s, events %v", id, what, c.Status(), e.types(id))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) waitFinal(id string) *collection.Collection {
+	e.t.Helper()
+	return e.waitFor(id, "a final status", func(c *collection.Collection) bool { return c.Status().IsFinal() })
+}
+
+func (e *env) envelopes(id string) []eventschema.Envelope {
+	e.t.Helper()
+	envs, err := e.store.ReadStream(context.Background(), collection.StreamName(id), 0, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return envs
+}
+
+func (e *env) types(id string) []string {
+	var out []string
+	for _, env := range e.envelopes(id) {
+		out = append(out, env.Type)
+	}
+	return out
+}
+
+// statuses lists the statuses the collection moved to, in order.
+func (e *env) statuses(id string) []collection.Status {
+	e.t.Helper()
+	var out []collection.Status
+	for _, env := range e.envelopes(id) {
+		if env.Type != collection.EventStatusChanged {
+			continue
+		}
+		ev, err := e.reg.Decode(env)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev.(collection.StatusChanged).To)
+	}
+	return out
+}
+
+// claims lists the worker ids of the collection's claims, in order.
+func (e *env) claims(id string) []string {
+	e.t.Helper()
+	var out []string
+	for _, env := range e.envelopes(id) {
+		if env.Type != collection.EventClaimed {
+			continue
+		}
+		ev, err := e.reg.Decode(env)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev.(collection.Claimed).WorkerID)
+	}
+	return out
+}
+
+// nonFinal is the ActiveCollections a status read model would give, read from the store.
+func (e *env) nonFinal() worker.ActiveCollections {
+	return worker.ActiveCollectionsFunc(func(ctx context.Context, limit int) ([]string, error) {
+		e.store.mu.Lock()
+		var streams []string
+		for s := range e.store.streams {
+			streams = append(streams, s)
+		}
+		e.store.mu.Unlock()
+		var ids []string
+		for _, s := range streams {
+			id := s[len(collection.StreamPrefix):]
+			c, err := e.repo.LoadCollection(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if !c.Status().IsFinal() && len(ids) < limit {
+				ids = append(ids, id)
+			}
+		}
+		return ids, nil
+	})
+}

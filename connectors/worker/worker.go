@@ -1,0 +1,243 @@
+// Package worker is the connector process manager: for each started collection it claims the
+// collection with an optimistic append, drives the company session (login, the user's
+// signature, data collection) and records every step as an event, each appended at the
+// revision it was decided on.
+//
+// A worker is fed collection.started envelopes by a Kafka consumer (HandleBatch) and, so that
+// no collection stays non-final when an event was missed or a worker died, sweeps the
+// collections a read model lists as non-final (Run, Resume). A shutdown leaves sessions where
+// they are, without a final status; the same worker id claims them again after a restart and
+// another worker takes them over once the claim has gone stale.
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/metrics"
+)
+
+// Config configures a Worker. Zero durations and limits take the defaults noted.
+type Config struct {
+	// WorkerID names this worker in claims. It must be unique among live workers and stable
+	// across restarts of the same one, which is how a restarted worker resumes its sessions.
+	WorkerID  string
+	Repo      Repository
+	Catalog   Catalog
+	Companies Companies
+	// Active, when set, is swept at Run's start and every SweepInterval.
+	Active ActiveCollections
+	// Metrics records outcomes and active sessions; nil records nothing.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// Clock is used for every decision (claims, status times, deadlines); nil is time.Now.
+	Clock func() time.Time
+	// StaleClaimAfter is how long another worker's claim blocks this one after that worker's
+	// last event (default 2 min). A live session renews its claim at half this period.
+	StaleClaimAfter time.Duration
+	// MaxSessions bounds the company sessions this worker drives at once (default 64);
+	// HandleBatch and sweeps wait for a free slot.
+	MaxSessions int
+	// PollInterval is the wait between polls of a company login (default 1 s).
+	PollInterval time.Duration
+	// SweepInterval is the period of the non-final sweep (default 15 s).
+	SweepInterval time.Duration
+	// SweepLimit caps the collections one sweep looks at (default 1000).
+	SweepLimit int
+	// MaxSessionDuration ends a collection that has not finished this long after it started
+	// (default 10 min). It is measured from the collection.started event, so it holds across
+	// restarts: a collection resumed after its deadline ends at once.
+	MaxSessionDuration time.Duration
+}
+
+// Worker runs company sessions. It is safe for concurrent use.
+type Worker struct {
+	cfg Config
+	log *slog.Logger
+
+	// ctx is the lifetime of every session; sessions outlive the HandleBatch call that started
+	// them and stop only when the worker stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	slots  chan struct{}
+
+	mu      sync.Mutex
+	running map[string]bool // collection ids with a session goroutine here
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// ErrStopped is returned by HandleBatch and Resume once the worker has stopped, so that a
+// consumer does not commit events no session was started for.
+var ErrStopped = errors.New("connector worker stopped")
+
+// New builds a worker. It panics when WorkerID, Repo, Catalog or Companies is missing: that is
+// a wiring mistake, not a runtime condition.
+func New(cfg Config) *Worker {
+	if cfg.WorkerID == "" || cfg.Repo == nil || cfg.Catalog == nil || cfg.Companies == nil {
+		panic("worker.New: WorkerID, Repo, Catalog and Companies are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.StaleClaimAfter, 2*time.Minute)
+	def(&cfg.PollInterval, time.Second)
+	def(&cfg.SweepInterval, 15*time.Second)
+	def(&cfg.MaxSessionDuration, 10*time.Minute)
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 64
+	}
+	if cfg.SweepLimit <= 0 {
+		cfg.SweepLimit = 1000
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Worker{
+		cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
+		ctx: ctx, cancel: cancel, slots: make(chan struct{}, cfg.MaxSessions),
+		running: map[string]bool{},
+	}
+}
+
+// HandleBatch starts a session for every collection.started envelope whose collection has no
+// session here yet; other envelopes are ignored. It returns once the sessions are started, not
+// finished; it waits while MaxSessions sessions run. It fails only when ctx ends or the worker
+// stopped, so that the consumer redelivers the batch.
+func (w *Worker) HandleBatch(ctx context.Context, batch []eventschema.Envelope) error {
+	for _, env := range batch {
+		if env.Type != collection.EventStarted {
+			continue
+		}
+		id, ok := strings.CutPrefix(env.Stream, collection.StreamPrefix)
+		if !ok || id == "" {
+			w.log.Warn("collection.started on an unexpected stream; skipped", "stream", env.Stream, "event", env.EventID)
+			continue
+		}
+		if err := w.start(ctx, id, env.EventID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Resume re-drives collections, e.g. the non-final ones after a restart. A collection that is
+// final, or claimed by another live worker, is left alone by its session at once.
+func (w *Worker) Resume(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		if err := w.start(ctx, id, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run sweeps the non-final collections at start and every SweepInterval (when Active is
+// set), and blocks until ctx ends; then it stops every session and waits for them. A stopped
+// session records no final status: it is resumed later.
+func (w *Worker) Run(ctx context.Context) error {
+	sweeping := make(chan struct{})
+	go func() {
+		defer close(sweeping)
+		if w.cfg.Active != nil {
+			w.sweepLoop(ctx)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case <-w.ctx.Done():
+	}
+	w.Stop()
+	<-sweeping
+	return nil
+}
+
+// Stop cancels every session and waits until they have returned. It is idempotent.
+func (w *Worker) Stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.cancel()
+	w.wg.Wait()
+}
+
+// Running reports how many sessions this worker drives now.
+func (w *Worker) Running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+func (w *Worker) start(ctx context.Context, id, causation string) error {
+	w.mu.Lock()
+	stopped, busy := w.stopped, w.running[id]
+	w.mu.Unlock()
+	if stopped {
+		return ErrStopped
+	}
+	if busy {
+		return nil
+	}
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.ctx.Done():
+		return ErrStopped
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.running[id] {
+		<-w.slots
+		if w.stopped {
+			return ErrStopped
+		}
+		return nil
+	}
+	w.running[id] = true
+	w.wg.Add(1)
+	go w.runSession(id, causation)
+	return nil
+}
+
+func (w *Worker) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(w.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		w.sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (w *Worker) sweep(ctx context.Context) {
+	ids, err := w.cfg.Active.ListNonFinal(ctx, w.cfg.SweepLimit)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("listing non-final collections failed; next sweep retries", "err", err)
+		}
+		return
+	}
+	if err := w.Resume(ctx, ids); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+		w.log.Warn("sweep could not resume every collection", "err", err)
+	}
+}
+
+func (w *Worker) now() time.Time { return w.cfg.Clock() }
