@@ -1,0 +1,245 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/eventschema"
+)
+
+var testNow = time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
+
+type fixture struct {
+	store *memStore
+	repo  *repository.Repository
+	svc   *app.CollectionService
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	reg, err := eventschema.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := newMemStore()
+	repo := repository.New(store, reg, func() time.Time { return testNow })
+	return &fixture{store: store, repo: repo,
+		svc: app.NewCollectionService(catalog.Sandbox(), repo, func() time.Time { return testNow })}
+}
+
+func startCmd() app.StartCollection {
+	return app.StartCollection{
+		Tenant: "acme", APIVersion: "2026-04-01", Company: "se-demo-insurer",
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", PersonalNumber: "19900101-0017",
+		AccountOwnerName: "Tolvan Tolvansson", RequestHash: "hash-1", CorrelationID: "corr-1", RequestID: "req-1",
+	}
+}
+
+func TestStartRecordsTheCollection(t *testing.T) {
+	f := newFixture(t)
+	created, err := f.svc.Start(context.Background(), startCmd())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := uuid.Parse(created.CollectionID)
+	if err != nil || id.Version() != 7 {
+		t.Fatalf("id %q is not a UUIDv7 (%v)", created.CollectionID, err)
+	}
+	if created.Status != collection.StatusRunning || !created.CreatedAt.Equal(testNow.Truncate(time.Millisecond)) || created.Replayed {
+		t.Fatalf("created = %+v", created)
+	}
+	agg, err := f.repo.LoadCollection(context.Background(), created.CollectionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agg.ClientID() != "acme" || agg.Company() != "se-demo-insurer" || agg.Product() != collection.ProductInsurance ||
+		agg.Person().PersonalNumber != "199001010017" || agg.RequestHash() != "hash-1" || agg.APIVersion() != "2026-04-01" {
+		t.Fatalf("stored collection = %+v", agg)
+	}
+	env := f.store.streams[collection.StreamName(created.CollectionID)][0]
+	if env.Tenant != "acme" || env.CorrelationID != "corr-1" || env.CausationID != "req-1" || env.Actor != "client:acme" {
+		t.Fatalf("envelope meta = %+v", env)
+	}
+}
+
+func TestStartWithoutKeyCreatesDistinctCollections(t *testing.T) {
+	f := newFixture(t)
+	a, err := f.svc.Start(context.Background(), startCmd())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.svc.Start(context.Background(), startCmd())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.CollectionID == b.CollectionID {
+		t.Fatal("two requests without a key got one collection")
+	}
+}
+
+func TestIdempotentRetry(t *testing.T) {
+	f := newFixture(t)
+	cmd := startCmd()
+	cmd.IdempotencyKey = "key-1"
+	first, err := f.svc.Start(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.CollectionID != app.CollectionIDForKey("acme", "key-1") {
+		t.Fatalf("id %s is not derived from the key", first.CollectionID)
+	}
+	again, err := f.svc.Start(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.CollectionID != first.CollectionID || !again.CreatedAt.Equal(first.CreatedAt) || !again.Replayed {
+		t.Fatalf("retry = %+v, first %+v", again, first)
+	}
+	if f.store.appends != 1 {
+		t.Fatalf("appends = %d, want 1", f.store.appends)
+	}
+
+	other := cmd
+	other.RequestHash = "hash-2"
+	if _, err := f.svc.Start(context.Background(), other); !errors.Is(err, app.ErrIdempotencyKeyReused) || !errors.Is(err, domain.ErrRefused) {
+		t.Fatalf("same key, other request: %v", err)
+	}
+
+	// Another client with the same key is a different collection.
+	otherTenant := cmd
+	otherTenant.Tenant = "globex"
+	created, err := f.svc.Start(context.Background(), otherTenant)
+	if err != nil || created.CollectionID == first.CollectionID || created.Replayed {
+		t.Fatalf("other tenant, same key: %+v %v", created, err)
+	}
+}
+
+// staleRepo answers the first load as if the stream did not exist yet, as a request racing with
+// another one for the same key would see it.
+type staleRepo struct {
+	*repository.Repository
+	once sync.Once
+}
+
+func (r *staleRepo) LoadCollection(ctx context.Context, id string) (*collection.Collection, error) {
+	stale := false
+	r.once.Do(func() { stale = true })
+	if stale {
+		return &collection.Collection{}, nil
+	}
+	return r.Repository.LoadCollection(ctx, id)
+}
+
+func TestIdempotentRaceLandsOnTheWinner(t *testing.T) {
+	f := newFixture(t)
+	cmd := startCmd()
+	cmd.IdempotencyKey = "key-race"
+	first, err := f.svc.Start(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	racer := app.NewCollectionService(catalog.Sandbox(), &staleRepo{Repository: f.repo}, func() time.Time { return testNow.Add(time.Second) })
+	got, err := racer.Start(context.Background(), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CollectionID != first.CollectionID || !got.CreatedAt.Equal(first.CreatedAt) || !got.Replayed {
+		t.Fatalf("racer = %+v, winner %+v", got, first)
+	}
+	cmd.RequestHash = "different"
+	racer = app.NewCollectionService(catalog.Sandbox(), &staleRepo{Repository: f.repo}, nil)
+	if _, err := racer.Start(context.Background(), cmd); !errors.Is(err, app.ErrIdempotencyKeyReused) {
+		t.Fatalf("racer with other request: %v", err)
+	}
+}
+
+func TestStartRefusals(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(*app.StartCollection)
+		wantInput app.Input
+		wantIs    error
+	}{
+		{"unknown company", func(c *app.StartCollection) { c.Company = "nope" }, app.InputCompany, domain.ErrInvalid},
+		{"bad check digit", func(c *app.StartCollection) { c.PersonalNumber = "199001010018" }, app.InputPersonalNumber, domain.ErrInvalid},
+		{"bad format", func(c *app.StartCollection) { c.PersonalNumber = "1990-01-01" }, app.InputPersonalNumber, domain.ErrInvalid},
+		{"bad date", func(c *app.StartCollection) { c.PersonalNumber = "199013010017" }, app.InputPersonalNumber, domain.ErrInvalid},
+		{"user uuid", func(c *app.StartCollection) { c.UserUUID = "not-a-uuid" }, app.InputUserUUID, domain.ErrInvalid},
+		{"no login method", func(c *app.StartCollection) { c.LoginMethod = "" }, app.InputLoginMethod, domain.ErrInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			cmd := startCmd()
+			tc.mutate(&cmd)
+			_, err := f.svc.Start(context.Background(), cmd)
+			var invalid *app.InvalidInputError
+			if !errors.As(err, &invalid) || invalid.Input != tc.wantInput || !errors.Is(err, tc.wantIs) {
+				t.Fatalf("err = %v, want invalid %s", err, tc.wantInput)
+			}
+			if invalid.Reason == "" || containsDigits(invalid.Reason, "19900101") {
+				t.Fatalf("reason %q is empty or echoes the input", invalid.Reason)
+			}
+			if f.store.appends != 0 {
+				t.Fatal("a refused start appended")
+			}
+		})
+	}
+}
+
+func containsDigits(s, digits string) bool {
+	for i := 0; i+len(digits) <= len(s); i++ {
+		if s[i:i+len(digits)] == digits {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStartAtUnavailableCompany(t *testing.T) {
+	f := newFixture(t)
+	cmd := startCmd()
+	cmd.Company = "se-demo-maintenance"
+	_, err := f.svc.Start(context.Background(), cmd)
+	var unavailable *app.CompanyUnavailableError
+	if !errors.As(err, &unavailable) || !errors.Is(err, collection.ErrCompanyUnavailable) || unavailable.Message == "" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUnsupportedLoginMethodIsAccepted(t *testing.T) {
+	f := newFixture(t)
+	cmd := startCmd()
+	cmd.Company, cmd.LoginMethod = "ee-demo-insurer", "SWEDISH_MOBILE_EID_OTHER_DEVICE"
+	if _, err := f.svc.Start(context.Background(), cmd); err != nil {
+		t.Fatalf("the connector, not the start, refuses an unsupported method: %v", err)
+	}
+}
+
+// brokenCatalog is a catalog whose backend is down.
+type brokenCatalog struct{}
+
+func (brokenCatalog) Get(string) (company.Company, error) {
+	return company.Company{}, errors.New("catalog backend down")
+}
+
+func TestCatalogFaultIsNotAValidationError(t *testing.T) {
+	f := newFixture(t)
+	svc := app.NewCollectionService(brokenCatalog{}, f.repo, nil)
+	_, err := svc.Start(context.Background(), startCmd())
+	var invalid *app.InvalidInputError
+	if err == nil || errors.As(err, &invalid) || errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("err = %v", err)
+	}
+}

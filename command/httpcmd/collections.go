@@ -1,0 +1,494 @@
+// Package httpcmd holds the write side's HTTP handlers: they negotiate the request shape of the
+// client's Service-Version, validate it strictly, translate it into an application command and
+// map the outcome to the API contract (API.md).
+package httpcmd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/platform/httpapi"
+)
+
+// Problem codes of the collection commands.
+const (
+	CodeCompanyUnavailable   = "COMPANY_UNAVAILABLE"
+	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+)
+
+// Size limits of POST /collections.
+const (
+	// MaxPDFBytes is the largest PDF a PdfDocumentParameter may carry, decoded (API.md).
+	MaxPDFBytes = 10 << 20
+	// MaxCreateCollectionBodyBytes must fit a maximal PDF in base64 (4 bytes per 3, so 10 MiB
+	// become 13.33 MiB) plus the rest of the request; 14 MiB leaves about 650 KiB for that.
+	MaxCreateCollectionBodyBytes int64 = 14 << 20
+	// maxNameLength bounds AccountOwnerName; real names are far shorter.
+	maxNameLength = 300
+	// maxFileNameLength bounds PdfDocumentParameter.fileName.
+	maxFileNameLength = 255
+)
+
+// Parameter type discriminators of the 2026-04-01 request.
+const (
+	ParamSwedishPersonalNumber = "SwedishPersonalNumberParameter"
+	ParamAccountOwnerName      = "AccountOwnerNameParameter"
+	ParamSwedishEid            = "SwedishEidParameter"
+	ParamPsd2AisConsent        = "Psd2AisConsentParameter"
+	ParamPdfDocument           = "PdfDocumentParameter"
+)
+
+// Input keys of the 2025-01-01 request.
+const (
+	InputSwedishPersonalNumber = "SWEDISH_PERSONAL_NUMBER"
+	InputAccountOwnerName      = "ACCOUNT_OWNER_NAME"
+)
+
+// CollectionStarter is the application service the handler drives (app.CollectionService).
+type CollectionStarter interface {
+	Start(ctx context.Context, cmd app.StartCollection) (app.Created, error)
+}
+
+// Deps are what the command routes need.
+type Deps struct {
+	Collections CollectionStarter
+	// Now is the clock used to read short personal numbers (YYMMDD-NNNN); nil means time.Now.
+	Now func() time.Time
+}
+
+// RegisterRoutes mounts the command routes. r must carry httpapi's middleware (NewEngine's
+// engine, or a group of it): the handlers rely on its authentication and version negotiation.
+func RegisterRoutes(r gin.IRoutes, d Deps) {
+	if d.Collections == nil {
+		panic("httpcmd.RegisterRoutes: Deps.Collections is required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	h := &handlers{deps: d}
+	r.POST("/collections", httpapi.MaxBody(MaxCreateCollectionBodyBytes), h.startCollection)
+}
+
+type handlers struct{ deps Deps }
+
+// startRequestV2 is the 2026-04-01 body. Parameters are kept raw until their type is known.
+type startRequestV2 struct {
+	Company     string            `json:"company"`
+	LoginMethod string            `json:"loginMethod"`
+	Parameters  []json.RawMessage `json:"parameters"`
+	UserUUID    *string           `json:"userUuid"`
+}
+
+// startRequestV1 is the 2025-01-01 body. Input values are kept raw so that a non-string value is
+// reported at its key (input.X) rather than at the whole map.
+type startRequestV1 struct {
+	Company     string                     `json:"company"`
+	LoginMethod string                     `json:"loginMethod"`
+	Input       map[string]json.RawMessage `json:"input"`
+}
+
+// Typed parameters. Pointers tell an absent member from an empty one.
+type personalNumberParam struct {
+	Type           string  `json:"type"`
+	PersonalNumber *string `json:"personalNumber"`
+}
+
+type accountOwnerNameParam struct {
+	Type string  `json:"type"`
+	Name *string `json:"name"`
+}
+
+type swedishEidParam struct {
+	Type           string  `json:"type"`
+	PersonalNumber *string `json:"personalNumber"`
+}
+
+type psd2AisConsentParam struct {
+	Type               string  `json:"type"`
+	ConsentID          *string `json:"consentId"`
+	ReuseStoredConsent *bool   `json:"reuseStoredConsent"`
+}
+
+type pdfDocumentParam struct {
+	Type          string  `json:"type"`
+	ContentBase64 *string `json:"contentBase64"`
+	FileName      *string `json:"fileName"`
+}
+
+// startInput is a request of either version, validated, ready for the command.
+type startInput struct {
+	company, loginMethod, userUUID   string
+	personalNumber, accountOwnerName string
+	personalNumberField              string // where the personal number was in the request
+	canonical                        any    // what the request hash covers
+}
+
+// createdResponse is the 201 body of POST /collections.
+type createdResponse struct {
+	CollectionID string `json:"collectionId"`
+	Company      string `json:"company"`
+	LoginMethod  string `json:"loginMethod"`
+	Status       string `json:"status"`
+	CreatedAt    string `json:"createdAt"`
+}
+
+func (h *handlers) startCollection(c *gin.Context) {
+	key, ferr := httpapi.IdempotencyKey(c)
+	if ferr != nil {
+		httpapi.AbortValidation(c, "The Idempotency-Key header is invalid.", *ferr)
+		return
+	}
+	version := httpapi.ServiceVersion(c)
+	var (
+		in   startInput
+		errs []httpapi.FieldError
+	)
+	switch version {
+	case httpapi.V20250101:
+		var req startRequestV1
+		if !httpapi.DecodeJSON(c, &req) {
+			return
+		}
+		in, errs = validateV1(req)
+	default:
+		var req startRequestV2
+		if !httpapi.DecodeJSON(c, &req) {
+			return
+		}
+		in, errs = validateV2(req, h.deps.Now())
+	}
+	if len(errs) > 0 {
+		httpapi.AbortValidation(c, "The collection request is invalid.", errs...)
+		return
+	}
+	hash, err := requestHash(version, in.canonical)
+	if err != nil {
+		httpapi.AbortInternal(c, err)
+		return
+	}
+
+	ctx := c.Request.Context()
+	created, err := h.deps.Collections.Start(ctx, app.StartCollection{
+		Tenant: httpapi.ClientID(c), APIVersion: string(version), IdempotencyKey: key,
+		Company: in.company, LoginMethod: in.loginMethod, UserUUID: in.userUUID,
+		PersonalNumber: in.personalNumber, AccountOwnerName: in.accountOwnerName,
+		RequestHash: hash, CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx),
+	})
+	if err != nil {
+		writeStartError(c, err, in)
+		return
+	}
+	c.Header("Location", "/collections/"+created.CollectionID+"/status")
+	if created.Replayed {
+		// Lets a client (and its logs) see that this is the first request's answer.
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.JSON(http.StatusCreated, createdResponse{
+		CollectionID: created.CollectionID, Company: created.Company, LoginMethod: created.LoginMethod,
+		Status: string(created.Status), CreatedAt: httpapi.FormatTime(created.CreatedAt),
+	})
+}
+
+// validateCommon checks the members both versions share.
+func validateCommon(companyID, loginMethod string) []httpapi.FieldError {
+	var errs []httpapi.FieldError
+	if strings.TrimSpace(companyID) == "" {
+		errs = append(errs, httpapi.FieldError{Field: "company", Message: "is required"})
+	}
+	switch {
+	case loginMethod == "":
+		errs = append(errs, httpapi.FieldError{Field: "loginMethod", Message: "is required"})
+	case !slices.Contains(company.KnownLoginMethods(), loginMethod):
+		// Only unknown identifiers are refused here. A known method the company does not support is
+		// accepted: the collection then ends in LOGIN_METHOD_NOT_APPLICABLE, as the spec says.
+		errs = append(errs, httpapi.FieldError{Field: "loginMethod",
+			Message: "must be one of " + strings.Join(company.KnownLoginMethods(), ", ")})
+	}
+	return errs
+}
+
+func validateV1(req startRequestV1) (startInput, []httpapi.FieldError) {
+	errs := validateCommon(req.Company, req.LoginMethod)
+	in := startInput{company: req.Company, loginMethod: req.LoginMethod}
+	values := map[string]string{}
+	keys := make([]string, 0, len(req.Input))
+	for k := range req.Input {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // errors in a stable order
+	for _, k := range keys {
+		field := "input." + k
+		if k != InputSwedishPersonalNumber && k != InputAccountOwnerName {
+			errs = append(errs, httpapi.FieldError{Field: field,
+				Message: "is not a known input; known inputs are " + InputSwedishPersonalNumber + " and " + InputAccountOwnerName})
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(req.Input[k], &v); err != nil || string(req.Input[k]) == "null" {
+			errs = append(errs, httpapi.FieldError{Field: field, Message: "must be a string"})
+			continue
+		}
+		values[k] = v
+	}
+	if v, ok := values[InputSwedishPersonalNumber]; ok {
+		if v == "" {
+			errs = append(errs, httpapi.FieldError{Field: "input." + InputSwedishPersonalNumber, Message: "must not be empty"})
+		}
+		in.personalNumber, in.personalNumberField = v, "input."+InputSwedishPersonalNumber
+	}
+	if v, ok := values[InputAccountOwnerName]; ok {
+		if fe := checkName("input."+InputAccountOwnerName, v); fe != nil {
+			errs = append(errs, *fe)
+		}
+		in.accountOwnerName = strings.TrimSpace(v)
+	}
+	in.canonical = struct {
+		Company     string            `json:"company"`
+		LoginMethod string            `json:"loginMethod"`
+		Input       map[string]string `json:"input"`
+	}{req.Company, req.LoginMethod, values}
+	return in, errs
+}
+
+func checkName(field, name string) *httpapi.FieldError {
+	switch n := strings.TrimSpace(name); {
+	case n == "":
+		return &httpapi.FieldError{Field: field, Message: "must not be empty"}
+	case len([]rune(n)) > maxNameLength:
+		return &httpapi.FieldError{Field: field, Message: fmt.Sprintf("must have at most %d characters", maxNameLength)}
+	}
+	return nil
+}
+
+func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldError) {
+	errs := validateCommon(req.Company, req.LoginMethod)
+	in := startInput{company: req.Company, loginMethod: req.LoginMethod}
+	if req.UserUUID != nil {
+		in.userUUID = *req.UserUUID
+		if in.userUUID == "" {
+			errs = append(errs, httpapi.FieldError{Field: "userUuid", Message: "must be a UUID"})
+		}
+	}
+
+	canonical := make([]any, 0, len(req.Parameters))
+	seen := map[string]int{}
+	var eid *swedishEidParam
+	eidIndex, pdfIndex := -1, -1
+	for i, raw := range req.Parameters {
+		prefix := fmt.Sprintf("parameters[%d]", i)
+		var head struct {
+			Type *string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			errs = append(errs, httpapi.FieldError{Field: prefix, Message: "must be an object with a string type"})
+			continue
+		}
+		if head.Type == nil || *head.Type == "" {
+			errs = append(errs, httpapi.FieldError{Field: prefix + ".type", Message: "is required"})
+			continue
+		}
+		typ := *head.Type
+		if first, dup := seen[typ]; dup {
+			errs = append(errs, httpapi.FieldError{Field: prefix + ".type",
+				Message: fmt.Sprintf("%s already given at parameters[%d]; each type may appear once", typ, first)})
+			continue
+		}
+		seen[typ] = i
+		decode := func(dst any) bool {
+			if err := httpapi.StrictUnmarshal(raw, dst); err != nil {
+				if fe, ok := httpapi.JSONFieldError(prefix, err); ok {
+					errs = append(errs, fe)
+				} else {
+					errs = append(errs, httpapi.FieldError{Field: prefix, Message: "is not a valid parameter object"})
+				}
+				return false
+			}
+			canonical = append(canonical, dst)
+			return true
+		}
+		switch typ {
+		case ParamSwedishPersonalNumber:
+			var p personalNumberParam
+			if !decode(&p) {
+				continue
+			}
+			if p.PersonalNumber == nil || *p.PersonalNumber == "" {
+				errs = append(errs, httpapi.FieldError{Field: prefix + ".personalNumber", Message: "is required"})
+				continue
+			}
+			in.personalNumber, in.personalNumberField = *p.PersonalNumber, prefix+".personalNumber"
+		case ParamAccountOwnerName:
+			var p accountOwnerNameParam
+			if !decode(&p) {
+				continue
+			}
+			if p.Name == nil {
+				errs = append(errs, httpapi.FieldError{Field: prefix + ".name", Message: "is required"})
+				continue
+			}
+			if fe := checkName(prefix+".name", *p.Name); fe != nil {
+				errs = append(errs, *fe)
+				continue
+			}
+			in.accountOwnerName = strings.TrimSpace(*p.Name)
+		case ParamSwedishEid:
+			var p swedishEidParam
+			if !decode(&p) {
+				continue
+			}
+			if p.PersonalNumber != nil && *p.PersonalNumber == "" {
+				errs = append(errs, httpapi.FieldError{Field: prefix + ".personalNumber", Message: "must not be empty when given"})
+				continue
+			}
+			eid, eidIndex = &p, i
+		case ParamPsd2AisConsent:
+			var p psd2AisConsentParam
+			if !decode(&p) {
+				continue
+			}
+			if p.ReuseStoredConsent == nil {
+				errs = append(errs, httpapi.FieldError{Field: prefix + ".reuseStoredConsent", Message: "is required"})
+			}
+			if p.ConsentID != nil && *p.ConsentID == "" {
+				errs = append(errs, httpapi.FieldError{Field: prefix + ".consentId", Message: "must not be empty when given"})
+			}
+		case ParamPdfDocument:
+			var p pdfDocumentParam
+			if !decode(&p) {
+				continue
+			}
+			pdfIndex = i
+			if fe := checkPDF(prefix, p); fe != nil {
+				errs = append(errs, *fe)
+			}
+		default:
+			errs = append(errs, httpapi.FieldError{Field: prefix + ".type", Message: "must be one of " + strings.Join([]string{
+				ParamSwedishPersonalNumber, ParamAccountOwnerName, ParamSwedishEid, ParamPsd2AisConsent, ParamPdfDocument}, ", ")})
+		}
+	}
+
+	// The EID parameter may name the person instead of, or as well as, the personal-number
+	// parameter; both must then be the same person.
+	if eid != nil && eid.PersonalNumber != nil {
+		field := fmt.Sprintf("parameters[%d].personalNumber", eidIndex)
+		if in.personalNumber == "" {
+			in.personalNumber, in.personalNumberField = *eid.PersonalNumber, field
+		} else if fe := checkSamePerson(field, in.personalNumber, *eid.PersonalNumber, now); fe != nil {
+			errs = append(errs, *fe)
+		}
+	}
+	// PDF_UPLOAD collects from the uploaded document and nothing else, so it needs one; other login
+	// methods have no use for a document.
+	switch {
+	case req.LoginMethod == company.LoginPDFUpload && pdfIndex < 0:
+		errs = append(errs, httpapi.FieldError{Field: "parameters", Message: "loginMethod PDF_UPLOAD needs a " + ParamPdfDocument})
+	case req.LoginMethod != company.LoginPDFUpload && pdfIndex >= 0:
+		errs = append(errs, httpapi.FieldError{Field: fmt.Sprintf("parameters[%d].type", pdfIndex),
+			Message: ParamPdfDocument + " is only for loginMethod PDF_UPLOAD"})
+	}
+
+	in.canonical = struct {
+		Company     string `json:"company"`
+		LoginMethod string `json:"loginMethod"`
+		UserUUID    string `json:"userUuid"`
+		Parameters  []any  `json:"parameters"`
+	}{req.Company, req.LoginMethod, in.userUUID, canonical}
+	return in, errs
+}
+
+// checkSamePerson checks the EID parameter's personal number when the personal-number parameter
+// names the person too: the domain only sees the latter, so this one is checked here. A bad
+// primary number is left to the domain, so the client gets that rule's message at its field.
+func checkSamePerson(field, primary, eid string, now time.Time) *httpapi.FieldError {
+	pe, err := personnummer.Parse(eid, now)
+	if err != nil {
+		return &httpapi.FieldError{Field: field, Message: strings.TrimSuffix(err.Error(), ": "+domain.ErrInvalid.Error())}
+	}
+	if pp, err := personnummer.Parse(primary, now); err == nil && pp != pe {
+		return &httpapi.FieldError{Field: field, Message: "must be the same person as the " + ParamSwedishPersonalNumber}
+	}
+	return nil
+}
+
+// checkPDF checks the document's encoding and size. Whether it is a PDF the connector can read is
+// the connector's call (FAILED_PDF_USER_INPUT), not a request-validation rule.
+func checkPDF(prefix string, p pdfDocumentParam) *httpapi.FieldError {
+	if p.ContentBase64 == nil || *p.ContentBase64 == "" {
+		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "is required"}
+	}
+	content := *p.ContentBase64
+	if base64.StdEncoding.DecodedLen(len(content)) > MaxPDFBytes+2 { // +2: padding makes DecodedLen an upper bound
+		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to at most %d bytes", MaxPDFBytes)}
+	}
+	decoded, err := base64.StdEncoding.DecodeString(content)
+	if err != nil {
+		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "must be standard base64"}
+	}
+	if len(decoded) == 0 || len(decoded) > MaxPDFBytes {
+		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to 1 to %d bytes", MaxPDFBytes)}
+	}
+	if p.FileName != nil && (*p.FileName == "" || len(*p.FileName) > maxFileNameLength) {
+		return &httpapi.FieldError{Field: prefix + ".fileName", Message: fmt.Sprintf("must have 1 to %d characters when given", maxFileNameLength)}
+	}
+	return nil
+}
+
+// requestHash identifies a request's content for idempotency: the version and the decoded
+// request re-encoded, so that whitespace and member order do not matter but every value does.
+func requestHash(version httpapi.Version, canonical any) (string, error) {
+	body, err := json.Marshal(canonical)
+	if err != nil {
+		return "", fmt.Errorf("request hash: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte(version))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// writeStartError maps the service's typed errors to the contract's problems.
+func writeStartError(c *gin.Context, err error, in startInput) {
+	var invalid *app.InvalidInputError
+	var unavailable *app.CompanyUnavailableError
+	switch {
+	case errors.As(err, &invalid):
+		field := string(invalid.Input)
+		if invalid.Input == app.InputPersonalNumber && in.personalNumberField != "" {
+			field = in.personalNumberField
+		}
+		httpapi.AbortValidation(c, "The collection request is invalid.", httpapi.FieldError{Field: field, Message: invalid.Reason})
+	case errors.As(err, &unavailable):
+		detail := fmt.Sprintf("Company %s is not available; check its availability and try again later.", unavailable.Company)
+		if unavailable.Message != "" {
+			detail += " " + unavailable.Message
+		}
+		httpapi.AbortProblem(c, http.StatusConflict, CodeCompanyUnavailable, detail)
+	case errors.Is(err, app.ErrIdempotencyKeyReused):
+		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+			"This Idempotency-Key was already used for a different request; use a new key for a new request.")
+	case errors.Is(err, domain.ErrInvalid):
+		httpapi.AbortProblem(c, http.StatusBadRequest, httpapi.CodeValidationFailed, "The collection request is invalid.")
+	case errors.Is(err, domain.ErrConflict):
+		httpapi.AbortProblem(c, http.StatusConflict, httpapi.CodeConflict, "The request conflicts with the current state.")
+	case errors.Is(err, domain.ErrRefused):
+		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, httpapi.CodeRefused, "The request was refused by a rule.")
+	default:
+		httpapi.AbortInternal(c, err)
+	}
+}

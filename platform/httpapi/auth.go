@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/samla/samla/domain/client"
+)
+
+// HeaderAPIKey carries the client's API key.
+const HeaderAPIKey = "Authorization-token"
+
+// KeyLookup finds the client that owns an API key, by the key's hash (domain/client.HashAPIKey);
+// plain keys are never stored. It returns an error wrapping ErrKeyNotFound (or the sentinel that
+// Options.IsKeyNotFound recognises) for a key that is unknown or revoked; any other error is a
+// fault of the lookup itself.
+type KeyLookup interface {
+	Lookup(ctx context.Context, keyHash string) (clientID string, err error)
+}
+
+// ErrKeyNotFound is what a KeyLookup returns (wrapped) for an unknown or revoked key.
+var ErrKeyNotFound = errors.New("api key not found")
+
+// AuthCacheConfig bounds the authentication cache. Revoking a key takes effect after at most
+// PositiveTTL; a newly issued key works after at most NegativeTTL if it was tried before.
+type AuthCacheConfig struct {
+	PositiveTTL time.Duration
+	NegativeTTL time.Duration
+	MaxEntries  int
+}
+
+// Defaults of the authentication cache: long enough to keep key lookups off the per-request
+// path under load, short enough that a revoked key stops working within seconds.
+const (
+	DefaultAuthPositiveTTL = 10 * time.Second
+	DefaultAuthNegativeTTL = time.Second
+	DefaultAuthMaxEntries  = 10_000
+)
+
+func (c AuthCacheConfig) withDefaults() AuthCacheConfig {
+	if c.PositiveTTL <= 0 {
+		c.PositiveTTL = DefaultAuthPositiveTTL
+	}
+	if c.NegativeTTL <= 0 {
+		c.NegativeTTL = DefaultAuthNegativeTTL
+	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = DefaultAuthMaxEntries
+	}
+	return c
+}
+
+type authEntry struct {
+	clientID string // "" for a key known to be bad
+	expires  time.Time
+}
+
+// authCache remembers lookups by key hash. Bad keys are cached too, briefly, so that a client
+// hammering with a wrong key does not turn each request into a lookup.
+type authCache struct {
+	cfg     AuthCacheConfig
+	now     func() time.Time
+	mu      sync.Mutex
+	entries map[string]authEntry
+}
+
+func newAuthCache(cfg AuthCacheConfig, now func() time.Time) *authCache {
+	cfg = cfg.withDefaults()
+	return &authCache{cfg: cfg, now: now, entries: make(map[string]authEntry)}
+}
+
+func (a *authCache) get(hash string) (authEntry, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[hash]
+	if !ok {
+		return authEntry{}, false
+	}
+	if !a.now().Before(e.expires) {
+		delete(a.entries, hash)
+		return authEntry{}, false
+	}
+	return e, true
+}
+
+func (a *authCache) put(hash, clientID string) {
+	ttl := a.cfg.PositiveTTL
+	if clientID == "" {
+		ttl = a.cfg.NegativeTTL
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, exists := a.entries[hash]; !exists && len(a.entries) >= a.cfg.MaxEntries {
+		// Make room: drop what expired, and if that is not enough, arbitrary entries (map order);
+		// an evicted entry only costs one more lookup.
+		for k, e := range a.entries {
+			if !now.Before(e.expires) {
+				delete(a.entries, k)
+			}
+		}
+		for k := range a.entries {
+			if len(a.entries) < a.cfg.MaxEntries {
+				break
+			}
+			delete(a.entries, k)
+		}
+	}
+	a.entries[hash] = authEntry{clientID: clientID, expires: now.Add(ttl)}
+}
+
+func (a *authCache) len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.entries)
+}
+
+// isPublicRoute reports the routes that answer without client authentication.
+func isPublicRoute(route string) bool { return route == "/health" }
+
+func authenticate(keys KeyLookup, isNotFound func(error) bool, cache *authCache) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if isPublicRoute(c.FullPath()) {
+			c.Next()
+			return
+		}
+		key := c.GetHeader(HeaderAPIKey)
+		if key == "" {
+			unauthorized(c, "The Authorization-token header with an API key is required.")
+			return
+		}
+		hash := client.HashAPIKey(key)
+		entry, ok := cache.get(hash)
+		if !ok {
+			ctx := c.Request.Context()
+			id, err := keys.Lookup(ctx, hash)
+			switch {
+			case err != nil && isNotFound(err):
+				id = ""
+			case err != nil:
+				Logger(ctx).Error("api key lookup failed", "error", err.Error())
+				AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
+					"Authentication is temporarily unavailable; retry shortly.")
+				return
+			case id == "":
+				// A lookup that finds a key must name its client; treat anything else as a fault
+				// rather than authenticating an anonymous tenant.
+				Logger(ctx).Error("api key lookup returned no client id")
+				AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
+					"Authentication is temporarily unavailable; retry shortly.")
+				return
+			}
+			cache.put(hash, id)
+			entry = authEntry{clientID: id}
+		}
+		if entry.clientID == "" {
+			unauthorized(c, "The API key is not valid.")
+			return
+		}
+		setClient(c, entry.clientID)
+		c.Next()
+	}
+}
+
+func setClient(c *gin.Context, clientID string) {
+	c.Set(ginClientIDKey, clientID)
+	if info := infoFrom(c.Request.Context()); info != nil {
+		info.clientID = clientID
+		info.logger = info.logger.With("client_id", clientID)
+	}
+}
+
+func unauthorized(c *gin.Context, detail string) {
+	// RFC 9110 requires a challenge on 401; the scheme names the header the key goes in.
+	c.Header("WWW-Authenticate", fmt.Sprintf("%s realm=%q", HeaderAPIKey, "samla"))
+	AbortProblem(c, http.StatusUnauthorized, CodeUnauthorized, detail)
+}

@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/samla/samla/platform/metrics"
+)
+
+// Options configure the engine. Keys is required; everything else has a default.
+type Options struct {
+	// Keys authenticates clients by API key hash.
+	Keys KeyLookup
+	// IsKeyNotFound tells an unknown or revoked key (401) from a lookup fault (503) in the error
+	// Keys returned; nil means errors.Is(err, ErrKeyNotFound). It lets a read model's own
+	// not-found sentinel be used without an adapter.
+	IsKeyNotFound func(error) bool
+	// Logger receives the access log and errors; nil discards them.
+	Logger *slog.Logger
+	// Metrics records requests by route template and status; nil records nothing.
+	Metrics *metrics.Metrics
+	// AuthCache bounds the cache in front of Keys; zero values take the defaults.
+	AuthCache AuthCacheConfig
+	// RateLimit is the per-client limit; zero values take the defaults.
+	RateLimit RateLimit
+	// MaxBodyBytes is the body limit of routes that set none with MaxBody; 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Now is the clock of the auth cache and the rate limiter; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewEngine builds the Gin engine every API role mounts its routes on, with the whole middleware
+// chain, /health, and 404/405 answered as problems. It panics when opts.Keys is nil: that is a
+// wiring mistake that must stop the process at start, not a request-time condition.
+//
+// The chain, outermost first: request/correlation ids → metrics and access log → recovery →
+// Service-Version → authentication → rate limit → body limit → JSON content type. Metrics sit
+// outside recovery so panics count as the 500s they become; the version is negotiated before
+// authentication so that even a 401 says which version it speaks.
+func NewEngine(opts Options) *gin.Engine {
+	if opts.Keys == nil {
+		panic("httpapi.NewEngine: Options.Keys is required")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	maxBody := opts.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	// Redirects would answer without a problem body and leak route shapes; a wrong path is 404.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.HandleMethodNotAllowed = true
+	// Gin's context then falls back to the request context (deadlines, request ids).
+	e.ContextWithFallback = true
+	// No proxy is trusted unless the deployment says so; ClientIP must not be spoofable.
+	_ = e.SetTrustedProxies(nil)
+
+	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware}
+	isNotFound := opts.IsKeyNotFound
+	if isNotFound == nil {
+		isNotFound = func(err error) bool { return errors.Is(err, ErrKeyNotFound) }
+	}
+	chain = append(chain, authenticate(opts.Keys, isNotFound, newAuthCache(opts.AuthCache, now)))
+	if !opts.RateLimit.Disabled {
+		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))
+	}
+	chain = append(chain, bodyLimit(maxBody), requireJSON)
+	e.Use(chain...)
+
+	e.NoRoute(func(c *gin.Context) {
+		AbortProblem(c, http.StatusNotFound, CodeNotFound, "No such resource.")
+	})
+	e.NoMethod(func(c *gin.Context) {
+		AbortProblem(c, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"The resource does not support this method; see the Allow header.")
+	})
+	e.GET("/health", Health)
+	return e
+}
+
+// Health answers the liveness probe of clients and load balancers (API.md: on the API and the
+// mutual-TLS listeners), without authentication.
+func Health(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "healthy"})
+}

@@ -1,0 +1,101 @@
+// Package httpapi is the HTTP plumbing shared by the command and query roles: problem+json
+// errors (RFC 9457), the middleware chain (request and correlation ids, logging, metrics,
+// recovery, Service-Version negotiation, client authentication, rate limiting, body limits),
+// the Gin engine every role mounts its routes on, and the ops listener.
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// ContentTypeProblem is the media type of every error body (RFC 9457).
+const ContentTypeProblem = "application/problem+json"
+
+// Stable problem codes. Clients branch on code, never on title or detail, so a code is never
+// renamed once shipped.
+const (
+	CodeValidationFailed      = "VALIDATION_FAILED"
+	CodeMalformedJSON         = "MALFORMED_JSON"
+	CodeUnauthorized          = "UNAUTHORIZED"
+	CodeNotFound              = "NOT_FOUND"
+	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
+	CodeConflict              = "CONFLICT"
+	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"
+	CodeUnsupportedVersion    = "UNSUPPORTED_SERVICE_VERSION"
+	CodeRefused               = "REFUSED"
+	CodeRateLimited           = "RATE_LIMITED"
+	CodeInternal              = "INTERNAL_ERROR"
+	CodeServiceUnavailable    = "SERVICE_UNAVAILABLE"
+	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
+)
+
+// problemTypeBase prefixes the problem type URI. A URN is used on purpose: RFC 9457 only needs a
+// URI that identifies the problem type, and a URN does not promise a documentation page that
+// does not exist.
+const problemTypeBase = "urn:samla:problem:"
+
+// FieldError names one invalid member of a request. Field is a path in the request as the
+// client wrote it (parameters[0].personalNumber, input.SWEDISH_PERSONAL_NUMBER) or a header name.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Problem is an RFC 9457 problem details object with Samla's two extension members.
+type Problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail,omitempty"`
+	Code   string       `json:"code"`
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+// NewProblem builds a problem whose type URI and title derive from the status and code, so that
+// every call site stays one line and the type is always consistent with the code.
+func NewProblem(status int, code, detail string) Problem {
+	return Problem{
+		Type:   problemTypeBase + strings.ToLower(strings.ReplaceAll(code, "_", "-")),
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Code:   code,
+	}
+}
+
+// ValidationProblem is the 400 for invalid request members.
+func ValidationProblem(detail string, errs ...FieldError) Problem {
+	p := NewProblem(http.StatusBadRequest, CodeValidationFailed, detail)
+	p.Errors = errs
+	return p
+}
+
+// WriteProblem writes p and aborts the chain, so no later handler can add to the response.
+func WriteProblem(c *gin.Context, p Problem) {
+	c.Header("Content-Type", ContentTypeProblem)
+	// Errors must not be cached by shared caches; some carry per-client information.
+	c.Header("Cache-Control", "no-store")
+	c.AbortWithStatusJSON(p.Status, p)
+}
+
+// AbortProblem is shorthand for WriteProblem(c, NewProblem(status, code, detail)).
+func AbortProblem(c *gin.Context, status int, code, detail string) {
+	WriteProblem(c, NewProblem(status, code, detail))
+}
+
+// AbortValidation is shorthand for a 400 with field errors.
+func AbortValidation(c *gin.Context, detail string, errs ...FieldError) {
+	WriteProblem(c, ValidationProblem(detail, errs...))
+}
+
+// AbortInternal logs err (never the request body) and answers a 500 that reveals nothing of it:
+// internals are for the log, which carries the request id the client gets in X-Request-Id.
+func AbortInternal(c *gin.Context, err error) {
+	Logger(c.Request.Context()).Error("request failed", "error", err.Error())
+	AbortProblem(c, http.StatusInternalServerError, CodeInternal,
+		"An unexpected error occurred; quote the X-Request-Id header when reporting it.")
+}

@@ -1,0 +1,155 @@
+// Package httpquery holds the read side's HTTP handlers: they read a read model through a port,
+// scoped to the authenticated client, and render it with the presenter of the client's version.
+package httpquery
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/query"
+	"github.com/samla/samla/query/presenter"
+)
+
+// CodeCollectionNotFound is the 404 of an unknown collection or another client's.
+const CodeCollectionNotFound = "COLLECTION_NOT_FOUND"
+
+// Paging of the event history.
+const (
+	DefaultEventsLimit = 100
+	// MaxEventsLimit bounds one page: a collection has tens of events, and an audit replay pages.
+	MaxEventsLimit = 1000
+)
+
+// Companies is the port to the company catalog (connectors/catalog.Catalog satisfies it); the
+// presenter needs a company's market.
+type Companies interface {
+	Get(id string) (company.Company, error)
+}
+
+// Deps are what the query routes need.
+type Deps struct {
+	Status    query.StatusReader
+	History   query.HistoryReader
+	Companies Companies
+}
+
+// RegisterRoutes mounts the query routes. r must carry httpapi's middleware (NewEngine's engine,
+// or a group of it): the handlers rely on its authentication and version negotiation.
+func RegisterRoutes(r gin.IRoutes, d Deps) {
+	if d.Status == nil || d.History == nil || d.Companies == nil {
+		panic("httpquery.RegisterRoutes: Deps.Status, Deps.History and Deps.Companies are required")
+	}
+	h := &handlers{deps: d}
+	r.GET("/collections/:collectionId/status", h.status)
+	r.GET("/collections/:collectionId/events", h.events)
+}
+
+type handlers struct{ deps Deps }
+
+// collectionID returns the path's id in canonical form, or answers 404: a malformed id names no
+// collection, and reading it would only cost a lookup.
+func collectionID(c *gin.Context) (string, bool) {
+	raw := c.Param("collectionId")
+	id, err := uuid.Parse(raw)
+	if err != nil || id.String() != raw {
+		notFound(c)
+		return "", false
+	}
+	return raw, true
+}
+
+func notFound(c *gin.Context) {
+	httpapi.AbortProblem(c, http.StatusNotFound, CodeCollectionNotFound, "No such collection.")
+}
+
+// loadStatus reads the client's collection; another client's is not found, like an unknown one.
+func (h *handlers) loadStatus(c *gin.Context, id string) (query.StatusView, bool) {
+	view, err := h.deps.Status.Get(c.Request.Context(), httpapi.ClientID(c), id)
+	switch {
+	case errors.Is(err, query.ErrNotFound):
+		notFound(c)
+		return query.StatusView{}, false
+	case err != nil:
+		httpapi.AbortInternal(c, err)
+		return query.StatusView{}, false
+	case view.Tenant != "" && view.Tenant != httpapi.ClientID(c):
+		// The reader is supposed to scope by tenant; this guard keeps a reader bug from leaking.
+		notFound(c)
+		return query.StatusView{}, false
+	}
+	return view, true
+}
+
+func (h *handlers) status(c *gin.Context) {
+	id, ok := collectionID(c)
+	if !ok {
+		return
+	}
+	view, ok := h.loadStatus(c, id)
+	if !ok {
+		return
+	}
+	market := ""
+	if co, err := h.deps.Companies.Get(view.Company); err == nil {
+		market = co.Market
+	}
+	// Polls must see the newest status; no cache may answer them.
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, presenter.CollectionStatus(string(httpapi.ServiceVersion(c)), market, view))
+}
+
+func (h *handlers) events(c *gin.Context) {
+	id, ok := collectionID(c)
+	if !ok {
+		return
+	}
+	var errs []httpapi.FieldError
+	var after *uint64
+	if raw, present := c.GetQuery("afterRevision"); present {
+		v, err := strconv.ParseUint(raw, 10, 64)
+		if err != nil {
+			errs = append(errs, httpapi.FieldError{Field: "afterRevision", Message: "must be a non-negative integer"})
+		} else {
+			after = &v
+		}
+	}
+	limit := DefaultEventsLimit
+	if raw, present := c.GetQuery("limit"); present {
+		v, err := strconv.Atoi(raw)
+		if err != nil || v < 1 || v > MaxEventsLimit {
+			errs = append(errs, httpapi.FieldError{Field: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(MaxEventsLimit)})
+		} else {
+			limit = v
+		}
+	}
+	if len(errs) > 0 {
+		httpapi.AbortValidation(c, "The query parameters are invalid.", errs...)
+		return
+	}
+	// The history of a collection the client cannot see is not found, never an empty list, so
+	// existence is checked on the status read model first.
+	if _, ok := h.loadStatus(c, id); !ok {
+		return
+	}
+	events, err := h.deps.History.List(c.Request.Context(), httpapi.ClientID(c), collection.StreamName(id), after, limit)
+	if err != nil {
+		httpapi.AbortInternal(c, err)
+		return
+	}
+	tenant := httpapi.ClientID(c)
+	visible := make([]query.HistoryEvent, 0, len(events))
+	for _, e := range events {
+		if e.Tenant == "" || e.Tenant == tenant { // guard against a reader that forgot the tenant
+			visible = append(visible, e)
+		}
+	}
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, presenter.CollectionEvents(id, visible))
+}

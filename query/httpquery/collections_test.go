@@ -1,0 +1,252 @@
+package httpquery_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/query"
+	"github.com/samla/samla/query/httpquery"
+)
+
+const (
+	acmeKey   = "acme-key-0123456789abcdef0123456789abcdef"
+	globexKey = "globex-key-0123456789abcdef0123456789abcd"
+	acmeID    = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+	eeID      = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c"
+)
+
+type keys map[string]string
+
+func (k keys) Lookup(_ context.Context, hash string) (string, error) {
+	if id, ok := k[hash]; ok {
+		return id, nil
+	}
+	return "", httpapi.ErrKeyNotFound
+}
+
+// fakeStatus is a tenant-scoped status read model.
+type fakeStatus struct {
+	rows      map[string]query.StatusView
+	err       error
+	leakyRead bool // ignores the tenant, as a buggy reader would
+}
+
+func (f *fakeStatus) Get(_ context.Context, tenant, id string) (query.StatusView, error) {
+	if f.err != nil {
+		return query.StatusView{}, f.err
+	}
+	row, ok := f.rows[id]
+	if !ok || (!f.leakyRead && row.Tenant != tenant) {
+		return query.StatusView{}, query.ErrNotFound
+	}
+	return row, nil
+}
+
+type listCall struct {
+	tenant, stream string
+	after          *uint64
+	limit          int
+}
+
+// fakeHistory is a tenant-scoped history read model that records its calls.
+type fakeHistory struct {
+	events []query.HistoryEvent
+	calls  []listCall
+}
+
+func (f *fakeHistory) List(_ context.Context, tenant, stream string, after *uint64, limit int) ([]query.HistoryEvent, error) {
+	f.calls = append(f.calls, listCall{tenant, stream, after, limit})
+	var out []query.HistoryEvent
+	for _, e := range f.events {
+		if e.Tenant == tenant && e.Stream == stream && (after == nil || e.Revision > *after) && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+type env struct {
+	engine  *gin.Engine
+	status  *fakeStatus
+	history *fakeHistory
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	updated := time.Date(2026, 5, 1, 12, 0, 3, 0, time.UTC)
+	e := &env{
+		status: &fakeStatus{rows: map[string]query.StatusView{
+			acmeID: {CollectionID: acmeID, Tenant: "acme", Company: "se-demo-insurer", Product: "INSURANCE",
+				LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", Status: "AUTHENTICATION_ERROR",
+				ExtraInformation: map[string]any{"MESSAGE": "Sign-in was rejected"}, UpdatedAt: updated},
+			eeID: {CollectionID: eeID, Tenant: "acme", Company: "ee-demo-insurer", Product: "INSURANCE",
+				LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", Status: "LOGIN_METHOD_NOT_APPLICABLE", UpdatedAt: updated},
+		}},
+		history: &fakeHistory{},
+	}
+	stream := collection.StreamName(acmeID)
+	for rev := uint64(0); rev < 5; rev++ {
+		e.history.events = append(e.history.events, query.HistoryEvent{
+			EventID: "e" + string(rune('0'+rev)), Type: "collection.status-changed", SchemaVersion: 1, Tenant: "acme",
+			Stream: stream, Revision: rev, Position: 10 + rev, OccurredAt: updated,
+			Payload: json.RawMessage(`{"to":"LOGIN","personal":{"personalNumber":"199001010017"}}`),
+		})
+	}
+	eng := httpapi.NewEngine(httpapi.Options{Keys: keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: catalog.Sandbox()})
+	e.engine = eng
+	return e
+}
+
+func (e *env) get(t *testing.T, path, key, version string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.Header.Set(httpapi.HeaderAPIKey, key)
+	if version != "" {
+		r.Header.Set(httpapi.HeaderServiceVersion, version)
+	}
+	w := httptest.NewRecorder()
+	e.engine.ServeHTTP(w, r)
+	return w
+}
+
+func problemCode(t *testing.T, w *httptest.ResponseRecorder, status int) string {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status = %d, want %d: %s", w.Code, status, w.Body)
+	}
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), httpapi.ContentTypeProblem) {
+		t.Fatalf("Content-Type = %q", w.Header().Get("Content-Type"))
+	}
+	var p httpapi.Problem
+	_ = json.Unmarshal(w.Body.Bytes(), &p)
+	return p.Code
+}
+
+func TestStatusPerVersion(t *testing.T) {
+	e := newEnv(t)
+	w := e.get(t, "/collections/"+acmeID+"/status", acmeKey, "2026-04-01")
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d %s", w.Code, w.Body)
+	}
+	want := `{"collectionId":"` + acmeID + `","company":"se-demo-insurer","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE",` +
+		`"status":"AUTHENTICATION_ERROR","extraInformation":{"MESSAGE":"Sign-in was rejected"},"pollingInterval":1000,` +
+		`"updatedAt":"2026-05-01T12:00:03.000Z"}`
+	if w.Body.String() != want {
+		t.Fatalf("got  %s\nwant %s", w.Body, want)
+	}
+	if w.Header().Get(httpapi.HeaderServiceVersion) != "2026-04-01" || w.Header().Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers = %v", w.Header())
+	}
+	var body map[string]any
+	w = e.get(t, "/collections/"+acmeID+"/status", acmeKey, "")
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if body["status"] != "FAILED" {
+		t.Fatalf("2025-01-01 status = %v, want FAILED", body["status"])
+	}
+	// The company's market comes from the catalog: ee on 2025-01-01 → REJECTED_INCORRECT_LOGIN_METHOD.
+	w = e.get(t, "/collections/"+eeID+"/status", acmeKey, "2025-01-01")
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if body["status"] != "REJECTED_INCORRECT_LOGIN_METHOD" {
+		t.Fatalf("ee 2025-01-01 status = %v", body["status"])
+	}
+	w = e.get(t, "/collections/"+eeID+"/status", acmeKey, "2026-04-01")
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if body["status"] != "LOGIN_METHOD_NOT_APPLICABLE" {
+		t.Fatalf("ee 2026-04-01 status = %v", body["status"])
+	}
+}
+
+func TestStatusNotFound(t *testing.T) {
+	e := newEnv(t)
+	for name, tc := range map[string]struct{ path, key string }{
+		"another client's":  {"/collections/" + acmeID + "/status", globexKey},
+		"unknown":           {"/collections/0196a1b2-c3d4-7e5f-8a9b-000000000000/status", acmeKey},
+		"not a uuid":        {"/collections/not-a-uuid/status", acmeKey},
+		"non-canonical id":  {"/collections/" + strings.ToUpper(acmeID) + "/status", acmeKey},
+		"events of another": {"/collections/" + acmeID + "/events", globexKey},
+		"events not a uuid": {"/collections/x/events", acmeKey},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if code := problemCode(t, e.get(t, tc.path, tc.key, ""), http.StatusNotFound); code != httpquery.CodeCollectionNotFound {
+				t.Fatalf("code = %s", code)
+			}
+		})
+	}
+	if len(e.history.calls) != 0 {
+		t.Fatal("history was read for a collection the client cannot see")
+	}
+}
+
+func TestTenantGuardAgainstLeakyReader(t *testing.T) {
+	e := newEnv(t)
+	e.status.leakyRead = true
+	problemCode(t, e.get(t, "/collections/"+acmeID+"/status", globexKey, ""), http.StatusNotFound)
+}
+
+func TestStatusReaderFaultIs500(t *testing.T) {
+	e := newEnv(t)
+	e.status.err = errors.New("read model down")
+	w := e.get(t, "/collections/"+acmeID+"/status", acmeKey, "")
+	if code := problemCode(t, w, http.StatusInternalServerError); code != httpapi.CodeInternal || strings.Contains(w.Body.String(), "read model down") {
+		t.Fatalf("code = %s body %s", code, w.Body)
+	}
+}
+
+func TestEvents(t *testing.T) {
+	e := newEnv(t)
+	w := e.get(t, "/collections/"+acmeID+"/events", acmeKey, "")
+	if w.Code != http.StatusOK {
+		t.Fatalf("events = %d %s", w.Code, w.Body)
+	}
+	var body struct {
+		CollectionID string `json:"collectionId"`
+		Events       []struct {
+			EventID  string         `json:"eventId"`
+			Revision uint64         `json:"revision"`
+			Payload  map[string]any `json:"payload"`
+		} `json:"events"`
+	}
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if body.CollectionID != acmeID || len(body.Events) != 5 || body.Events[0].Revision != 0 || body.Events[4].Revision != 4 {
+		t.Fatalf("body = %+v", body)
+	}
+	if strings.Contains(w.Body.String(), "199001010017") {
+		t.Fatal("personal data in the history")
+	}
+	call := e.history.calls[0]
+	if call.tenant != "acme" || call.stream != "collection-"+acmeID || call.after != nil || call.limit != httpquery.DefaultEventsLimit {
+		t.Fatalf("list call = %+v", call)
+	}
+
+	w = e.get(t, "/collections/"+acmeID+"/events?afterRevision=1&limit=2", acmeKey, "")
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if len(body.Events) != 2 || body.Events[0].Revision != 2 || body.Events[1].Revision != 3 {
+		t.Fatalf("page = %+v", body.Events)
+	}
+	if w = e.get(t, "/collections/"+acmeID+"/events?limit=1000", acmeKey, ""); w.Code != http.StatusOK {
+		t.Fatalf("limit 1000 = %d", w.Code)
+	}
+}
+
+func TestEventsQueryValidation(t *testing.T) {
+	e := newEnv(t)
+	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "afterRevision=-1", "afterRevision=abc"} {
+		w := e.get(t, "/collections/"+acmeID+"/events?"+q, acmeKey, "")
+		if code := problemCode(t, w, http.StatusBadRequest); code != httpapi.CodeValidationFailed {
+			t.Errorf("%s: code %s", q, code)
+		}
+	}
+}
