@@ -1,0 +1,278 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/samla/samla/eventschema"
+)
+
+// ConsumerConfig configures Consume.
+type ConsumerConfig struct {
+	Brokers []string
+	// GroupID is the consumer group; offsets are committed under it.
+	GroupID string
+	// Topics are the topics the group reads.
+	Topics []string
+	// MaxBatch caps the number of messages handed to one handle call (default 500).
+	MaxBatch int
+	// MaxWait is how long a batch keeps gathering after its first message before it is handled
+	// (default 10 ms). It trades a few milliseconds of latency for fewer, larger handler calls
+	// (one read-model transaction per batch instead of per event).
+	MaxWait time.Duration
+	// OnBatch, when set, is called after each batch has been handled and its offsets
+	// committed, so that the caller can keep metrics (lag = now - Newest, skipped messages).
+	OnBatch func(BatchInfo)
+}
+
+// BatchInfo describes one batch that Consume has handled and committed.
+type BatchInfo struct {
+	// Events is the number of envelopes passed to handle.
+	Events int
+	// Skipped is the number of messages in the batch that could not be decoded and were
+	// skipped (poison messages).
+	Skipped int
+	// Attempts is how many handle calls the batch took (1 unless handle failed).
+	Attempts int
+	// Newest is the latest OccurredAt in the batch (zero if it had no events).
+	Newest time.Time
+	// Committed reports whether the offset commit succeeded; when it did not, the batch is
+	// redelivered to whichever member next owns its partitions (handlers are idempotent).
+	Committed bool
+}
+
+const (
+	defaultMaxBatch = 500
+	defaultMaxWait  = 10 * time.Millisecond
+	// fetchMaxWait is the broker-side long-poll of each partition fetch. The broker answers
+	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
+	// how often an idle partition is polled.
+	fetchMaxWait = 250 * time.Millisecond
+	// retryBackoffMin/Max bound the wait between attempts of a failing handler.
+	retryBackoffMin = 50 * time.Millisecond
+	retryBackoffMax = 5 * time.Second
+	commitAttempts  = 5
+	commitTimeout   = 5 * time.Second
+)
+
+// Consume reads the topics as a member of the consumer group and hands decoded envelopes to
+// handle in batches. A batch's offsets are committed only after handle returned nil; when
+// handle fails the same batch is retried with capped exponential backoff, never committed
+// and never skipped, so a projection that cannot write its read model stops rather than
+// losing events. A message that cannot be decoded is logged, counted and skipped: it can
+// never succeed, and leaving it would block its partition for good.
+//
+// Delivery is at-least-once: after a crash or a rebalance, messages handled but not yet
+// committed are delivered again, so handle must be idempotent (by stream and revision).
+// Consume returns ctx.Err() when ctx ends, and closes its reader (leaving the group) first.
+func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handle func(ctx context.Context, batch []eventschema.Envelope) error) error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || len(cfg.Topics) == 0 {
+		return errors.New("consume: brokers, group id and topics are required")
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = defaultMaxWait
+	}
+	logger = logger.With("group", cfg.GroupID)
+
+	reader := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers:     cfg.Brokers,
+		GroupID:     cfg.GroupID,
+		GroupTopics: cfg.Topics,
+		MinBytes:    1,
+		MaxBytes:    maxMessageBytes,
+		MaxWait:     fetchMaxWait,
+		// Synchronous commits: CommitMessages returns once the broker has the offsets.
+		CommitInterval: 0,
+		StartOffset:    kafkago.FirstOffset,
+		// kafka-go's defaults (3 s heartbeat, 30 s session, 5 s join backoff) make every
+		// restart or rebalance take many seconds; these keep it to about a second while
+		// staying above a real broker's 6 s group.min.session.timeout.ms.
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		JoinGroupBackoff:  time.Second,
+		ReadBackoffMin:    10 * time.Millisecond,
+		ReadBackoffMax:    time.Second,
+		ErrorLogger: kafkago.LoggerFunc(func(format string, args ...any) {
+			logger.Warn("kafka reader: " + fmt.Sprintf(format, args...))
+		}),
+	})
+	defer func() {
+		if err := reader.Close(); err != nil {
+			logger.Warn("close kafka reader", "err", err)
+		}
+	}()
+
+	c := consumer{cfg: cfg, logger: logger, reader: reader, handle: handle}
+	return c.run(ctx)
+}
+
+type consumer struct {
+	cfg    ConsumerConfig
+	logger *slog.Logger
+	reader *kafkago.Reader
+	handle func(ctx context.Context, batch []eventschema.Envelope) error
+}
+
+func (c *consumer) run(ctx context.Context) error {
+	msgs := make([]kafkago.Message, 0, c.cfg.MaxBatch)
+	for {
+		var err error
+		msgs, err = c.gather(ctx, msgs[:0])
+		if err != nil {
+			return err
+		}
+		info := BatchInfo{}
+		// A fresh slice per batch: a handler may keep what it was given.
+		events := make([]eventschema.Envelope, 0, len(msgs))
+		for _, m := range msgs {
+			e, derr := eventschema.FromMessage(m.Value)
+			if derr != nil {
+				info.Skipped++
+				// Never log the value: it may carry personal data.
+				c.logger.Error("skipping undecodable kafka message", "topic", m.Topic,
+					"partition", m.Partition, "offset", m.Offset, "err", derr)
+				continue
+			}
+			events = append(events, e)
+			if e.OccurredAt.After(info.Newest) {
+				info.Newest = e.OccurredAt
+			}
+		}
+		info.Events = len(events)
+		if len(events) > 0 {
+			if info.Attempts, err = c.handleWithRetry(ctx, events); err != nil {
+				return err
+			}
+		}
+		info.Committed = c.commit(ctx, msgs)
+		if c.cfg.OnBatch != nil {
+			c.cfg.OnBatch(info)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// gather blocks for the first message, then collects more until MaxBatch or MaxWait.
+func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkago.Message, error) {
+	var fetchErrs int
+	for len(msgs) == 0 {
+		m, err := c.reader.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("consume: reader closed: %w", err)
+			}
+			// The reader retries connections itself; what surfaces here is worth a log
+			// line and a pause, not giving up the group.
+			fetchErrs++
+			c.logger.Warn("kafka fetch failed", "err", err)
+			if !sleep(ctx, backoff(fetchErrs)) {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) >= c.cfg.MaxBatch {
+		return msgs, nil
+	}
+	// FetchMessage with an expired context returns without taking a message, so nothing
+	// fetched is ever lost at the window's edge.
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.MaxWait)
+	defer cancel()
+	for len(msgs) < c.cfg.MaxBatch {
+		m, err := c.reader.FetchMessage(wctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				c.logger.Warn("kafka fetch failed", "err", err)
+			}
+			break // the window is over; handle what there is
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+func (c *consumer) handleWithRetry(ctx context.Context, events []eventschema.Envelope) (int, error) {
+	for attempt := 1; ; attempt++ {
+		err := c.handle(ctx, events)
+		if err == nil {
+			return attempt, nil
+		}
+		if ctx.Err() != nil {
+			return attempt, ctx.Err()
+		}
+		wait := backoff(attempt)
+		c.logger.Error("handling batch failed, retrying the same batch", "events", len(events),
+			"attempt", attempt, "retryIn", wait, "err", err)
+		if !sleep(ctx, wait) {
+			return attempt, ctx.Err()
+		}
+	}
+}
+
+// commit stores the batch's offsets. A commit that keeps failing (a rebalance took the
+// partitions away, the coordinator moved) is given up after a few attempts: the batch has
+// been handled, and at worst it is delivered again to an idempotent handler. The commit
+// outlives a cancelled ctx for a moment, so that a shutdown right after a handled batch does
+// not make the next start redo it.
+func (c *consumer) commit(ctx context.Context, msgs []kafkago.Message) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	for attempt := 1; attempt <= commitAttempts; attempt++ {
+		err := c.reader.CommitMessages(ctx, msgs...)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.logger.Warn("committing offsets failed", "messages", len(msgs), "attempt", attempt, "err", err)
+		if !sleep(ctx, backoff(attempt)) {
+			return false
+		}
+	}
+	c.logger.Error("giving up committing offsets; the batch will be delivered again", "messages", len(msgs))
+	return false
+}
+
+// backoff is a capped exponential delay for the given attempt (1-based).
+func backoff(attempt int) time.Duration {
+	d := retryBackoffMin
+	for i := 1; i < attempt && d < retryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, retryBackoffMax)
+}
+
+// sleep waits d or until ctx ends, and reports whether the wait completed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,509 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/samla/samla/eventschema"
+)
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startEmbedded(t testing.TB, dir string, opts ...EmbeddedOption) *Embedded {
+	t.Helper()
+	e, err := StartEmbedded(dir, testLogger(t), append([]EmbeddedOption{WithSyncWrites(false)}, opts...)...)
+	if err != nil {
+		t.Fatalf("start embedded: %v", err)
+	}
+	// A cleanup rather than a defer: cleanups run last-in first-out, so consumers started
+	// later in the test leave their group before the broker goes away.
+	t.Cleanup(e.Close)
+	return e
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func envelope(stream string, rev uint64, pos uint64) eventschema.Envelope {
+	return eventschema.Envelope{
+		EventID:       fmt.Sprintf("00000000-0000-4000-8000-%012d", pos),
+		Type:          "collection.status-changed",
+		SchemaVersion: 1,
+		Tenant:        "client-1",
+		Stream:        stream,
+		Revision:      rev,
+		Position:      pos,
+		OccurredAt:    time.Now().UTC().Truncate(time.Millisecond),
+		Payload:       json.RawMessage(`{"status":"IN_PROGRESS"}`),
+	}
+}
+
+func toKafka(t testing.TB, e eventschema.Envelope) kafkago.Message {
+	t.Helper()
+	tm, err := eventschema.ToMessage(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kafkago.Message{Topic: tm.Topic, Key: tm.Key, Value: tm.Value}
+	for k, v := range tm.Headers {
+		m.Headers = append(m.Headers, kafkago.Header{Key: k, Value: []byte(v)})
+	}
+	return m
+}
+
+func publish(t testing.TB, brokers []string, msgs ...kafkago.Message) {
+	t.Helper()
+	w := NewWriter(brokers)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+// collector runs Consume in the background and records every batch it handles.
+type collector struct {
+	mu      sync.Mutex
+	batches [][]eventschema.Envelope
+	infos   []BatchInfo
+	cancel  context.CancelFunc
+	done    chan error
+	changed chan struct{}
+}
+
+func consumeInBackground(t testing.TB, brokers []string, group string, fail func(call int) error) *collector {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &collector{cancel: cancel, done: make(chan error, 1), changed: make(chan struct{}, 1)}
+	calls := 0
+	cfg := ConsumerConfig{
+		Brokers: brokers, GroupID: group, Topics: eventschema.Topics(),
+		OnBatch: func(info BatchInfo) {
+			c.mu.Lock()
+			c.infos = append(c.infos, info)
+			c.mu.Unlock()
+			c.signal()
+		},
+	}
+	go func() {
+		c.done <- Consume(ctx, cfg, testLogger(t), func(_ context.Context, batch []eventschema.Envelope) error {
+			calls++
+			c.mu.Lock()
+			c.batches = append(c.batches, append([]eventschema.Envelope(nil), batch...))
+			c.mu.Unlock()
+			c.signal()
+			if fail != nil {
+				return fail(calls)
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { c.stop(t) })
+	return c
+}
+
+func (c *collector) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// stop cancels Consume and waits for it to leave the group.
+func (c *collector) stop(t testing.TB) {
+	t.Helper()
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	c.cancel = nil
+	select {
+	case err := <-c.done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Consume returned %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Consume did not return after cancel")
+	}
+}
+
+// waitFor polls cond (under the collector's lock) until it holds or the timeout passes.
+func (c *collector) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		c.mu.Lock()
+		ok := cond()
+		c.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-c.changed:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// handled returns the events of every batch, in handling order.
+func (c *collector) handled() []eventschema.Envelope {
+	var out []eventschema.Envelope
+	for _, b := range c.batches {
+		out = append(out, b...)
+	}
+	return out
+}
+
+func (c *collector) committedEvents() int {
+	n := 0
+	for _, i := range c.infos {
+		if i.Committed {
+			n += i.Events
+		}
+	}
+	return n
+}
+
+func TestEmbeddedCreatesTopics(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	for _, topic := range append(eventschema.Topics(), RelayCheckpointTopic) {
+		info := e.cluster.TopicInfo(topic)
+		if info == nil {
+			t.Fatalf("topic %s missing", topic)
+		}
+		if got := info.Configs["retention.ms"]; got == nil || *got != "-1" {
+			t.Errorf("topic %s retention.ms = %v, want -1", topic, got)
+		}
+	}
+	if n := len(e.cluster.PartitionInfos(RelayCheckpointTopic)); n != 1 {
+		t.Errorf("checkpoint topic has %d partitions, want 1", n)
+	}
+	if n := len(e.cluster.PartitionInfos(eventschema.Topic("collection"))); n != DefaultPartitions {
+		t.Errorf("collection topic has %d partitions, want %d", n, DefaultPartitions)
+	}
+}
+
+func TestEmbeddedRefusesSharedDataDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := startEmbedded(t, dir)
+	if second, err := StartEmbedded(dir, testLogger(t)); err == nil {
+		second.Close()
+		t.Fatal("a second broker started on a data directory in use")
+	}
+	e.Close()
+	startEmbedded(t, dir) // free again once the first one closed
+}
+
+// TestEmbeddedRestartKeepsLogAndOffsets produces, consumes part of the log with a group,
+// restarts the broker on the same directory and checks that both the messages and the
+// group's committed offsets are still there.
+func TestEmbeddedRestartKeepsLogAndOffsets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	port := freePort(t)
+	e := startEmbedded(t, dir, WithPort(port))
+	if want := fmt.Sprintf("127.0.0.1:%d", port); e.Brokers()[0] != want {
+		t.Fatalf("brokers %v, want %s", e.Brokers(), want)
+	}
+	var first []kafkago.Message
+	for i := range 10 {
+		first = append(first, toKafka(t, envelope(fmt.Sprintf("collection-%d", i%3), uint64(i/3), uint64(i+1))))
+	}
+	publish(t, e.Brokers(), first...)
+
+	c := consumeInBackground(t, e.Brokers(), "restart-group", nil)
+	c.waitFor(t, "10 committed events", func() bool { return c.committedEvents() == 10 })
+	c.stop(t)
+	e.Close()
+
+	e = startEmbedded(t, dir, WithPort(port)) // the same port is free again at once
+	// The whole log is still there, from offset zero.
+	if got := countMessages(t, e.Brokers(), eventschema.Topic("collection")); got != 10 {
+		t.Fatalf("after restart the collection topic holds %d messages, want 10", got)
+	}
+	// The group resumes after its committed offsets: it sees only what comes next.
+	publish(t, e.Brokers(), toKafka(t, envelope("collection-9", 0, 11)))
+	c = consumeInBackground(t, e.Brokers(), "restart-group", nil)
+	c.waitFor(t, "the new event", func() bool { return len(c.handled()) >= 1 })
+	time.Sleep(100 * time.Millisecond) // room for a wrongly redelivered old batch to show up
+	c.mu.Lock()
+	got := c.handled()
+	c.mu.Unlock()
+	if len(got) != 1 || got[0].Position != 11 {
+		t.Fatalf("after restart the group handled %d events (first position %d), want only position 11", len(got), got[0].Position)
+	}
+}
+
+// TestEmbeddedCrashKeepsAcknowledgedWrites copies the data directory of a running broker
+// (what a killed process leaves behind, since Close never runs) and starts a broker on the
+// copy.
+func TestEmbeddedCrashKeepsAcknowledgedWrites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, err := StartEmbedded(dir, testLogger(t)) // with SyncWrites, as samla run uses it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	var msgs []kafkago.Message
+	for i := range 20 {
+		msgs = append(msgs, toKafka(t, envelope(fmt.Sprintf("consent-%d", i%4), uint64(i/4), uint64(i+1))))
+	}
+	publish(t, e.Brokers(), msgs...)
+	c := consumeInBackground(t, e.Brokers(), "crash-group", nil)
+	c.waitFor(t, "20 committed events", func() bool { return c.committedEvents() == 20 })
+	c.stop(t)
+
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatalf("copy data dir: %v", err)
+	}
+	e2 := startEmbedded(t, crashed)
+	if got := countMessages(t, e2.Brokers(), eventschema.Topic("consent")); got != 20 {
+		t.Fatalf("after a crash the consent topic holds %d messages, want 20", got)
+	}
+	publish(t, e2.Brokers(), toKafka(t, envelope("consent-9", 0, 21)))
+	c = consumeInBackground(t, e2.Brokers(), "crash-group", nil)
+	c.waitFor(t, "the new event", func() bool { return len(c.handled()) >= 1 })
+	c.mu.Lock()
+	got := c.handled()
+	c.mu.Unlock()
+	if got[0].Position != 21 {
+		t.Fatalf("after a crash the group restarted at position %d, want 21 (offsets lost)", got[0].Position)
+	}
+}
+
+// countMessages reads a topic's partitions from the start, without a group.
+func countMessages(t testing.TB, brokers []string, topic string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := kafkago.DialContext(ctx, "tcp", brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, p := range parts {
+		pc, err := kafkago.DialLeader(ctx, "tcp", brokers[0], topic, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last, err := pc.ReadOffsets()
+		pc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += int(last - first)
+	}
+	return total
+}
+
+func TestConsumeCommitsOnlyAfterHandleSucceeds(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	var msgs []kafkago.Message
+	for i := range 5 {
+		msgs = append(msgs, toKafka(t, envelope("cancellation-a", uint64(i), uint64(i+1))))
+	}
+	publish(t, e.Brokers(), msgs...)
+
+	failure := errors.New("read model unavailable")
+	c := consumeInBackground(t, e.Brokers(), "retry-group", func(call int) error {
+		if call == 1 {
+			return failure
+		}
+		return nil
+	})
+	c.waitFor(t, "5 committed events", func() bool { return c.committedEvents() == 5 })
+	c.mu.Lock()
+	if len(c.batches) < 2 {
+		t.Fatalf("handle called %d times, want a failed call and its retry", len(c.batches))
+	}
+	failed, retried := c.batches[0], c.batches[1]
+	if len(failed) != len(retried) {
+		t.Fatalf("retry got %d events, the failed call %d: want the same batch", len(retried), len(failed))
+	}
+	for i := range failed {
+		if failed[i].EventID != retried[i].EventID {
+			t.Fatalf("retry differs from the failed batch at %d", i)
+		}
+	}
+	if c.infos[0].Attempts != 2 {
+		t.Errorf("first committed batch took %d attempts, want 2", c.infos[0].Attempts)
+	}
+	c.mu.Unlock()
+	c.stop(t)
+
+	// A new member of the group starts after the committed offsets.
+	publish(t, e.Brokers(), toKafka(t, envelope("cancellation-a", 5, 6)))
+	c2 := consumeInBackground(t, e.Brokers(), "retry-group", nil)
+	c2.waitFor(t, "the new event", func() bool { return len(c2.handled()) >= 1 })
+	time.Sleep(100 * time.Millisecond)
+	c2.mu.Lock()
+	defer c2.mu.Unlock()
+	if got := c2.handled(); len(got) != 1 || got[0].Position != 6 {
+		t.Fatalf("second consumer handled %d events, want only position 6", len(got))
+	}
+}
+
+// TestConsumeNeverCommitsFailedBatch stops a consumer whose handler never succeeds: the
+// next member of the group gets the same events.
+func TestConsumeNeverCommitsFailedBatch(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	publish(t, e.Brokers(), toKafka(t, envelope("client-a", 0, 1)), toKafka(t, envelope("client-a", 1, 2)))
+	c := consumeInBackground(t, e.Brokers(), "failing-group", func(int) error { return errors.New("down") })
+	c.waitFor(t, "two failed attempts", func() bool { return len(c.batches) >= 2 })
+	c.stop(t)
+	c.mu.Lock()
+	if len(c.infos) != 0 {
+		t.Fatalf("%d batches reported done while handle kept failing", len(c.infos))
+	}
+	c.mu.Unlock()
+
+	c2 := consumeInBackground(t, e.Brokers(), "failing-group", nil)
+	c2.waitFor(t, "both events again", func() bool { return c2.committedEvents() == 2 })
+	c2.mu.Lock()
+	defer c2.mu.Unlock()
+	if got := c2.handled(); got[0].Position != 1 || got[1].Position != 2 {
+		t.Fatalf("redelivered positions %d, %d; want 1, 2", got[0].Position, got[1].Position)
+	}
+}
+
+func TestConsumeSkipsPoisonMessages(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	topic := eventschema.Topic("user")
+	good := toKafka(t, envelope("user-1", 0, 2))
+	publish(t, e.Brokers(),
+		kafkago.Message{Topic: topic, Key: []byte("user-1"), Value: []byte("not json")},
+		kafkago.Message{Topic: topic, Key: []byte("user-1"), Value: []byte(`{"payload":{}}`)},
+		good)
+
+	c := consumeInBackground(t, e.Brokers(), "poison-group", nil)
+	c.waitFor(t, "the good event", func() bool { return len(c.handled()) == 1 })
+	c.waitFor(t, "skips counted", func() bool {
+		skipped := 0
+		for _, i := range c.infos {
+			skipped += i.Skipped
+		}
+		return skipped == 2
+	})
+	c.stop(t)
+
+	// Everything, poison included, was committed: a new member sees nothing old.
+	publish(t, e.Brokers(), toKafka(t, envelope("user-1", 1, 3)))
+	c2 := consumeInBackground(t, e.Brokers(), "poison-group", nil)
+	c2.waitFor(t, "the new event", func() bool { return len(c2.handled()) >= 1 })
+	c2.mu.Lock()
+	defer c2.mu.Unlock()
+	if got := c2.handled(); got[0].Position != 3 {
+		t.Fatalf("second consumer started at position %d, want 3", got[0].Position)
+	}
+}
+
+func TestEnsureTopics(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	topics := []string{"samla.extra.events", eventschema.Topic("collection")}
+	for range 2 { // the second call finds them all and succeeds
+		if err := EnsureTopics(ctx, e.Brokers(), topics, 3); err != nil {
+			t.Fatalf("EnsureTopics: %v", err)
+		}
+	}
+	info := e.cluster.TopicInfo("samla.extra.events")
+	if info == nil {
+		t.Fatal("topic not created")
+	}
+	if got := info.Configs["retention.ms"]; got == nil || *got != "-1" {
+		t.Errorf("retention.ms = %v, want -1", got)
+	}
+	if n := len(e.cluster.PartitionInfos("samla.extra.events")); n != 3 {
+		t.Errorf("%d partitions, want 3", n)
+	}
+	if n := len(e.cluster.PartitionInfos(eventschema.Topic("collection"))); n != DefaultPartitions {
+		t.Errorf("existing topic changed to %d partitions", n)
+	}
+	if err := EnsureCheckpointTopic(ctx, e.Brokers()); err != nil {
+		t.Fatalf("EnsureCheckpointTopic: %v", err)
+	}
+}
+
+// BenchmarkPublishToConsume measures the latency from a synchronous, acknowledged write of
+// one event to its arrival in a consumer's handler, on the embedded broker.
+func BenchmarkPublishToConsume(b *testing.B) {
+	for _, sync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("syncWrites=%v", sync), func(b *testing.B) {
+			e, err := StartEmbedded(b.TempDir(), testLogger(b), WithSyncWrites(sync))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			arrived := make(chan struct{}, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- Consume(ctx, ConsumerConfig{Brokers: e.Brokers(), GroupID: "bench", Topics: eventschema.Topics(), MaxWait: time.Millisecond},
+					testLogger(b), func(_ context.Context, batch []eventschema.Envelope) error {
+						for range batch {
+							arrived <- struct{}{}
+						}
+						return nil
+					})
+			}()
+			w := NewWriter(e.Brokers())
+			defer w.Close()
+			// Warm up until the group is joined.
+			if err := w.WriteMessages(ctx, toKafka(b, envelope("collection-w", 0, 1))); err != nil {
+				b.Fatal(err)
+			}
+			<-arrived
+			b.ResetTimer()
+			for i := range b.N {
+				if err := w.WriteMessages(ctx, toKafka(b, envelope("collection-b", uint64(i), uint64(i+2)))); err != nil {
+					b.Fatal(err)
+				}
+				<-arrived
+			}
+			b.StopTimer()
+			cancel()
+			<-done
+		})
+	}
+}
