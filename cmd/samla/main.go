@@ -1,0 +1,156 @@
+// Command samla is Samla's one binary: `samla run` starts every role on the embedded default;
+// the role commands run one role each against EventStoreDB, Kafka and ClickHouse.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/samla/samla/platform/config"
+	"github.com/samla/samla/platform/logging"
+	"github.com/samla/samla/platform/service"
+)
+
+func main() {
+	if err := newRoot(os.Stdout, os.Stderr).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "samla:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "samla",
+		Short:         "Collects insurance, pension and wealth data; sends cancellations for e-signing",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(
+		roleCommand("run", "Start every role in one process on the embedded default, with the sandbox", service.AllRoles(), stdout, stderr),
+		roleCommand("command", "Run the command API (write side)", service.Roles{Command: true}, stdout, stderr),
+		roleCommand("query", "Run the query API (read side)", service.Roles{Query: true}, stdout, stderr),
+		roleCommand("relay", "Run the relay from the event store to Kafka", service.Roles{Relay: true}, stdout, stderr),
+		roleCommand("project", "Run the projections from Kafka to the read models", service.Roles{Project: true}, stdout, stderr),
+		roleCommand("connect", "Run the connector workers (and the sandbox companies unless --sandbox=false)", service.Roles{Connect: true}, stdout, stderr),
+		projectionsCommand(stdout, stderr),
+		clientsCommand(stdout, stderr),
+	)
+	return root
+}
+
+// signalContext ends on SIGINT or SIGTERM, which starts a graceful shutdown.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func roleCommand(use, short string, roles service.Roles, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
+	cfg := config.Bind(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signalContext()
+		defer stop()
+		svc, err := service.Start(ctx, cfg, roles, logger)
+		if err != nil {
+			return err
+		}
+		if roles.Command || roles.Query {
+			printWelcome(stdout, svc)
+		}
+		var roleErr error
+		select {
+		case <-ctx.Done():
+		case <-svc.Done():
+			roleErr = svc.Err()
+		}
+		logger.Info("shutting down")
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := svc.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.Canceled) {
+			return errors.Join(roleErr, fmt.Errorf("shutdown: %w", err))
+		}
+		return roleErr
+	}
+	return cmd
+}
+
+func printWelcome(w io.Writer, svc *service.Service) {
+	base := "http://" + svc.HTTPAddr()
+	fmt.Fprintf(w, "\nSamla is running.\n  API:     %s\n  Metrics: http://%s/metrics\n", base, svc.OpsAddr())
+	key := svc.BootstrapAPIKey()
+	if key == "" {
+		return
+	}
+	fmt.Fprintf(w, "  API key of the sandbox client: %s\n", key)
+	if svc.BootstrapKeyGenerated() {
+		fmt.Fprintf(w, "  (generated and written to %s)\n", svc.BootstrapKeyPath())
+	}
+	fmt.Fprintf(w, `
+Try it (the MOCK login signs by itself after about a second):
+
+  curl -s -X POST %[1]s/collections \
+    -H 'Authorization-token: %[2]s' -H 'Service-Version: 2026-04-01' -H 'Content-Type: application/json' \
+    -d '{"company":"se-demo-insurer","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK","parameters":[{"type":"SwedishPersonalNumberParameter","personalNumber":"199001010017"}]}'
+
+  curl -s %[1]s/collections/<collectionId>/status -H 'Authorization-token: %[2]s'
+
+`, base, key)
+}
+
+func projectionsCommand(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "projections", Short: "Manage the read models"}
+	rebuild := &cobra.Command{Use: "rebuild", Short: "Empty the read models and rebuild them from the event store", Args: cobra.NoArgs}
+	cfg := config.Bind(rebuild.Flags())
+	rebuild.RunE = func(cmd *cobra.Command, _ []string) error {
+		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signalContext()
+		defer stop()
+		n, err := service.RebuildProjections(ctx, cfg, logger)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rebuilt the read models from %d events\n", n)
+		return nil
+	}
+	cmd.AddCommand(rebuild)
+	return cmd
+}
+
+func clientsCommand(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "clients", Short: "Manage client systems (tenants) and their API keys"}
+	create := &cobra.Command{Use: "create", Short: "Register a client and print its API key once", Args: cobra.NoArgs}
+	cfg := config.Bind(create.Flags())
+	id := create.Flags().String("id", "", "client id: 2-63 lowercase letters, digits or hyphens")
+	name := create.Flags().String("name", "", "display name")
+	create.RunE = func(cmd *cobra.Command, _ []string) error {
+		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signalContext()
+		defer stop()
+		key, err := service.CreateClient(ctx, cfg, logger, *id, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "client %s created; its API key (shown once): %s\n", *id, key)
+		return nil
+	}
+	cmd.AddCommand(create)
+	return cmd
+}
