@@ -13,6 +13,7 @@ import (
 func BenchmarkPostToRunningVisible(b *testing.B) {
 	cfg := testConfig(b, b.TempDir())
 	cfg.MockSignDelay = time.Hour // the connector's later steps are not what is measured
+	cfg.CompanyPoll = time.Second
 	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
 	svc := start(b, cfg)
 	defer stop(b, svc)

@@ -264,7 +264,7 @@ func (s *Service) startRelay(ctx context.Context) {
 
 func (s *Service) consume(groupID string, topics []string) projections.ConsumeFunc {
 	return func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
-		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: groupID, Topics: topics},
+		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: groupID, Topics: topics, MaxWait: consumerGatherWindow},
 			s.log.With("group", groupID), handle)
 	}
 }
@@ -527,3 +527,8 @@ func CreateClient(ctx context.Context, cfg *config.Config, logger *slog.Logger, 
 	logger.Info("client created", "client", id)
 	return key, nil
 }
+
+// consumerGatherWindow is how long a consumer waits for more messages after the first of a
+// batch. Under load batches fill up anyway; when idle the window is pure latency between an
+// append and its read model, so it is kept short.
+const consumerGatherWindow = 2 * time.Millisecond
