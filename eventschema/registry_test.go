@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,8 @@ func registry(t *testing.T) *eventschema.Registry {
 	return r
 }
 
+var exampleName = regexp.MustCompile(`^(.+)\.v(\d+)(\.[a-z0-9-]+)?$`)
+
 // TestEveryStoredExampleDecodes proves that every type and schema version ever written still
 // validates against its schema and decodes (upcast) into today's domain event.
 func TestEveryStoredExampleDecodes(t *testing.T) {
@@ -34,13 +38,13 @@ func TestEveryStoredExampleDecodes(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".json")
-		dot := strings.LastIndex(name, ".v")
-		typ := name[:dot]
-		var version int
-		if _, err := fmt.Sscanf(name[dot+2:], "%d", &version); err != nil {
-			t.Fatalf("%s: bad version in file name", f)
+		// <type>.v<version>[.<variant>].json
+		m := exampleName.FindStringSubmatch(strings.TrimSuffix(filepath.Base(f), ".json"))
+		if m == nil {
+			t.Fatalf("%s: name is not <type>.v<version>[.<variant>].json", f)
 		}
+		typ := m[1]
+		version, _ := strconv.Atoi(m[2])
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

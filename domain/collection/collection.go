@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/namematch"
 	"github.com/samla/samla/domain/personnummer"
 )
 
@@ -42,7 +43,11 @@ type Collection struct {
 	updatedAt   time.Time
 	person      StartedPerson
 	insurances  []Insurance
-	version     int // events applied; 0 means the collection does not exist
+	wealth      []WealthCollected
+	documents   []Document
+	current     StatusChanged  // the event that set the current status; zero while RUNNING
+	supplied    *InputSupplied // input accepted for the current status, until the status moves
+	version     int            // events applied; 0 means the collection does not exist
 }
 
 func (c *Collection) ID() string              { return c.id }
@@ -59,6 +64,22 @@ func (c *Collection) StartedAt() time.Time    { return c.startedAt }
 func (c *Collection) UpdatedAt() time.Time    { return c.updatedAt }
 func (c *Collection) Person() StartedPerson   { return c.person }
 func (c *Collection) Insurances() []Insurance { return append([]Insurance(nil), c.insurances...) }
+
+// Wealth returns every wealth data event recorded, in order.
+func (c *Collection) Wealth() []WealthCollected { return append([]WealthCollected(nil), c.wealth...) }
+
+// Documents returns the documents uploaded or collected, with their content.
+func (c *Collection) Documents() []Document { return append([]Document(nil), c.documents...) }
+
+// Current returns the event that set the current status (zero while RUNNING): what it asks of
+// the client and its deadline.
+func (c *Collection) Current() StatusChanged { return c.current }
+
+// Deadline is the current status's deadline, if it has one.
+func (c *Collection) Deadline() *Deadline { return c.current.Deadline }
+
+// SuppliedInput is the input accepted for the current status, nil when none was.
+func (c *Collection) SuppliedInput() *InputSupplied { return c.supplied }
 
 // Version is the number of events folded into the aggregate: the expected revision for the next
 // append is Version()-1, and 0 means no stream.
@@ -92,10 +113,21 @@ func (c *Collection) Apply(e domain.Event) error {
 	case Claimed:
 		c.claimedBy, c.updatedAt = ev.WorkerID, ev.ClaimedAt
 	case StatusChanged:
-		c.status, c.updatedAt = ev.To, ev.ChangedAt
+		c.status, c.updatedAt, c.current, c.supplied = ev.To, ev.ChangedAt, ev, nil
 	case InsurancesCollected:
 		c.insurances = append(c.insurances, ev.Insurances...)
 		c.updatedAt = ev.CollectedAt
+	case WealthCollected:
+		c.wealth = append(c.wealth, ev)
+		c.updatedAt = ev.CollectedAt
+	case InputSupplied:
+		supplied := ev
+		c.supplied, c.updatedAt = &supplied, ev.SuppliedAt
+	case DocumentUploaded:
+		c.documents = append(c.documents, ev.Document)
+	case DocumentCollected:
+		c.documents = append(c.documents, ev.Document)
+		c.updatedAt = ev.At
 	default:
 		return fmt.Errorf("collection cannot apply event %s", e.EventType())
 	}
@@ -114,6 +146,15 @@ type StartRequest struct {
 	PersonalNumber   string
 	AccountOwnerName string
 	RequestHash      string
+	// PDF is the letter uploaded with PDF_UPLOAD; its content is personal data.
+	PDF *UploadedPDF
+}
+
+// UploadedPDF is a file the client sent with the request.
+type UploadedPDF struct {
+	DocumentID string
+	FileName   string
+	Content    []byte
 }
 
 // Company is what the domain needs to know about a company when a collection starts.
@@ -156,11 +197,22 @@ func (c *Collection) Start(req StartRequest, now time.Time) ([]domain.Event, err
 	if len(req.Company.Products) > 0 {
 		product = req.Company.Products[0]
 	}
-	return []domain.Event{Started{
+	events := []domain.Event{Started{
 		CollectionID: req.CollectionID, ClientID: req.ClientID, Company: req.Company.ID,
 		Product: product, LoginMethod: req.LoginMethod, APIVersion: req.APIVersion,
 		UserUUID: req.UserUUID, RequestHash: req.RequestHash, StartedAt: now.UTC(), Personal: person,
-	}}, nil
+	}}
+	if req.PDF != nil {
+		// Whether the bytes are a readable letter is the company's verdict (FAILED_PDF_*), not
+		// a reason to refuse the request.
+		doc := NewDocument(req.PDF.DocumentID, DocumentUploadedPDF, "application/pdf", req.PDF.FileName, req.PDF.Content)
+		if err := doc.validate(); err != nil {
+			return nil, fmt.Errorf("pdf: %w", err)
+		}
+		doc.At = now.UTC()
+		events = append(events, DocumentUploaded{Document: doc})
+	}
+	return events, nil
 }
 
 // ErrCompanyUnavailable refuses a collection at a company in maintenance or down.
@@ -190,16 +242,43 @@ var ErrAlreadyClaimed = fmt.Errorf("already claimed: %w", domain.ErrConflict)
 
 // ChangeStatus moves the state machine; an illegal move is an error and records nothing.
 func (c *Collection) ChangeStatus(to Status, extra map[string]any, now time.Time) ([]domain.Event, error) {
+	return c.ChangeStatusWith(to, StatusDetails{Extra: extra}, now)
+}
+
+// ChangeStatusWith moves the state machine and records what the new status asks of the client.
+// Staying in a non-final status records something only when the details changed (new
+// instructions, another message, a new EID order).
+func (c *Collection) ChangeStatusWith(to Status, details StatusDetails, now time.Time) ([]domain.Event, error) {
 	if !c.Exists() {
 		return nil, fmt.Errorf("status change of a collection that does not exist: %w", domain.ErrConflict)
 	}
 	if to == c.status && !to.IsFinal() {
-		return nil, nil // nothing new to record
+		if c.status == StatusRunning || sameDetails(c.current, details) {
+			return nil, nil // nothing new to record
+		}
+		return []domain.Event{details.event(c.status, to, now)}, nil
 	}
 	if !CanTransition(c.status, to) {
 		return nil, fmt.Errorf("collection %s cannot go from %s to %s: %w", c.id, c.status, to, ErrIllegalTransition)
 	}
-	return []domain.Event{StatusChanged{From: c.status, To: to, ExtraInformation: extra, ChangedAt: now.UTC()}}, nil
+	if details.Deadline != nil && to.IsFinal() {
+		return nil, fmt.Errorf("final status %s cannot carry a deadline: %w", to, domain.ErrInvalid)
+	}
+	return []domain.Event{details.event(c.status, to, now)}, nil
+}
+
+// ExpireDeadline ends the collection in the deadline's timeout status once it has passed, and
+// decides nothing before.
+func (c *Collection) ExpireDeadline(now time.Time) ([]domain.Event, error) {
+	d := c.current.Deadline
+	if !c.Exists() || c.status.IsFinal() || d == nil || now.Before(d.DueAt) {
+		return nil, nil
+	}
+	to, err := d.Kind.ExpiryStatus()
+	if err != nil {
+		return nil, err
+	}
+	return c.ChangeStatusWith(to, StatusDetails{Message: "The user did not act before the deadline."}, now)
 }
 
 // ErrIllegalTransition is a move the state machine does not allow.
@@ -222,7 +301,59 @@ func (c *Collection) RecordInsurances(insurances []Insurance, holderNames map[st
 	}
 	var persons *InsurancesPersons
 	if len(holderNames) > 0 {
+		for id := range holderNames {
+			if !seen[id] {
+				return nil, fmt.Errorf("holder name for unknown insurance %q: %w", id, domain.ErrInvalid)
+			}
+		}
 		persons = &InsurancesPersons{HolderNames: holderNames}
 	}
 	return []domain.Event{InsurancesCollected{Insurances: insurances, CollectedAt: now.UTC(), Personal: persons}}, nil
+}
+
+// RecordWealth stores a wealth company's data, deciding otherInsuredPerson for each pension by
+// the spec's rule against the account owner's name given at start.
+func (c *Collection) RecordWealth(data WealthData, now time.Time) ([]domain.Event, error) {
+	if c.status != StatusCollecting {
+		return nil, fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
+	}
+	if c.product != ProductWealth {
+		return nil, fmt.Errorf("collection %s collects %s, not wealth: %w", c.id, c.product, domain.ErrConflict)
+	}
+	ev := WealthCollected{Investments: data.Investments, Loans: data.Loans, Savings: data.Savings,
+		CheckingAccounts: data.CheckingAccounts, SavingsAccounts: data.SavingsAccounts,
+		CreditCards: data.CreditCards, CollectedAt: now.UTC()}
+	persons := &WealthPersons{PersonalInformation: data.PersonalInformation}
+	ids := map[string]bool{}
+	for _, p := range data.Pensions {
+		if p.ID == "" || ids[p.ID] {
+			return nil, fmt.Errorf("pension ids must be present and unique: %w", domain.ErrInvalid)
+		}
+		ids[p.ID] = true
+		pension := p.Pension
+		pension.OtherInsuredPerson = namematch.OtherInsuredPerson(p.CompanyOtherInsuredPerson, p.InsuredPersonName, c.person.AccountOwnerName)
+		ev.Pensions = append(ev.Pensions, pension)
+		if p.InsuredPersonName != "" {
+			if persons.InsuredPersonNames == nil {
+				persons.InsuredPersonNames = map[string]string{}
+			}
+			persons.InsuredPersonNames[p.ID] = p.InsuredPersonName
+		}
+	}
+	if persons.PersonalInformation != nil || persons.InsuredPersonNames != nil {
+		ev.Personal = persons
+	}
+	return []domain.Event{ev}, nil
+}
+
+// RecordDocument stores a document a company returned while collecting.
+func (c *Collection) RecordDocument(doc Document, now time.Time) ([]domain.Event, error) {
+	if c.status != StatusCollecting {
+		return nil, fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
+	}
+	if err := doc.validate(); err != nil {
+		return nil, err
+	}
+	doc.At = now.UTC()
+	return []domain.Event{DocumentCollected{Document: doc}}, nil
 }

@@ -9,6 +9,10 @@ const (
 	EventClaimed             = "collection.claimed"
 	EventStatusChanged       = "collection.status-changed"
 	EventInsurancesCollected = "collection.insurances-collected"
+	EventWealthCollected     = "collection.wealth-collected"
+	EventInputSupplied       = "collection.input-supplied"
+	EventDocumentUploaded    = "collection.document-uploaded"
+	EventDocumentCollected   = "collection.document-collected"
 )
 
 // Started records a client's request to collect. Personal data sits only in Personal, so that it
@@ -38,12 +42,19 @@ type Claimed struct {
 	ClaimedAt time.Time `json:"claimedAt"`
 }
 
-// StatusChanged records a move of the state machine.
+// StatusChanged records a move of the state machine, with what the new status asks of the
+// client (input kinds, instructions), an EID order to show as a QR code, and its deadline.
 type StatusChanged struct {
-	From             Status         `json:"from"`
-	To               Status         `json:"to"`
-	ExtraInformation map[string]any `json:"extraInformation,omitempty"`
-	ChangedAt        time.Time      `json:"changedAt"`
+	From               Status          `json:"from"`
+	To                 Status          `json:"to"`
+	ExtraInformation   map[string]any  `json:"extraInformation,omitempty"`
+	RequiredInputTypes []string        `json:"requiredInputTypes,omitempty"`
+	Instructions       []Instruction   `json:"instructions,omitempty"`
+	Message            string          `json:"message,omitempty"`
+	EIDOrder           *EIDOrder       `json:"eidOrder,omitempty"`
+	Deadline           *Deadline       `json:"deadline,omitempty"`
+	ChangedAt          time.Time       `json:"changedAt"`
+	Personal           *StatusPersonal `json:"personal,omitempty"`
 }
 
 // InsurancesCollected records the insurances a company returned.
@@ -73,6 +84,10 @@ type InsurancesPersons struct {
 }
 
 func (Started) EventType() string             { return EventStarted }
+func (WealthCollected) EventType() string     { return EventWealthCollected }
+func (InputSupplied) EventType() string       { return EventInputSupplied }
+func (DocumentUploaded) EventType() string    { return EventDocumentUploaded }
+func (DocumentCollected) EventType() string   { return EventDocumentCollected }
 func (Claimed) EventType() string             { return EventClaimed }
 func (StatusChanged) EventType() string       { return EventStatusChanged }
 func (InsurancesCollected) EventType() string { return EventInsurancesCollected }

@@ -1,0 +1,99 @@
+package collection_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
+)
+
+func pending(to collection.Status, d collection.StatusDetails) []domain.Event {
+	ev := collection.StatusChanged{From: collection.StatusLogin, To: to, RequiredInputTypes: d.RequiredInputTypes,
+		Instructions: d.Instructions, Deadline: d.Deadline, ChangedAt: t0}
+	return []domain.Event{started(), changed(collection.StatusRunning, collection.StatusLogin), ev}
+}
+
+func TestSupplyInput(t *testing.T) {
+	contactForm := pending(collection.StatusContactFormPending, collection.StatusDetails{})
+	inputPending := pending(collection.StatusCollectionInputPending, collection.StatusDetails{RequiredInputTypes: []string{"EMAIL"}})
+	supply := func(in ...collection.Input) func(c *collection.Collection) ([]domain.Event, error) {
+		return func(c *collection.Collection) ([]domain.Event, error) { return c.SupplyInput(in, t0) }
+	}
+	email := collection.Input{Type: "EMAIL", Value: "tolvan@example.se"}
+	phone := collection.Input{Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}
+
+	t.Run("contact form takes e-mail and mobile number", func(t *testing.T) {
+		scenario(t).Given(contactForm...).When(supply(email, phone)).Then(collection.InputSupplied{
+			Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0,
+			Personal: &collection.SuppliedValues{Inputs: []collection.Input{email, phone}}})
+	})
+	t.Run("the kinds REQUIRED_INPUT_TYPES lists", func(t *testing.T) {
+		scenario(t).Given(inputPending...).When(supply(email)).Then(collection.InputSupplied{
+			Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL"}, SuppliedAt: t0,
+			Personal: &collection.SuppliedValues{Inputs: []collection.Input{email}}})
+	})
+	for name, in := range map[string][]collection.Input{
+		"e-mail without @":        {{Type: "EMAIL", Value: "tolvan.example.se"}},
+		"e-mail without a domain": {{Type: "EMAIL", Value: "tolvan@"}},
+		"e-mail with a space":     {{Type: "EMAIL", Value: "tol van@example.se"}},
+		"a kind not asked for":    {{Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}},
+		"a kind twice":            {email, email},
+		"nothing":                 {},
+	} {
+		t.Run("rejects "+name, func(t *testing.T) {
+			scenario(t).Given(inputPending...).When(supply(in...)).ThenError(domain.ErrInvalid)
+		})
+	}
+	for name, value := range map[string]string{"a plus sign": "+46701234567", "spaces": "46 70 123 45 67",
+		"no country prefix": "0701234567", "letters": "4670ABC4567", "too short": "4670"} {
+		t.Run("rejects a phone number with "+name, func(t *testing.T) {
+			scenario(t).Given(contactForm...).When(supply(email, collection.Input{Type: "MOBILE_PHONE_NUMBER", Value: value})).
+				ThenError(domain.ErrInvalid)
+		})
+	}
+	t.Run("the contact form needs both", func(t *testing.T) {
+		scenario(t).Given(contactForm...).When(supply(email)).ThenError(domain.ErrInvalid)
+	})
+	t.Run("a rejection names the fields", func(t *testing.T) {
+		c, _ := collection.Rehydrate(inputPending)
+		_, err := c.SupplyInput([]collection.Input{{Type: "EMAIL", Value: "x"}}, t0)
+		var rejected *collection.InputRejectedError
+		if !errors.As(err, &rejected) || rejected.Fields[0].Field != "inputs[0].value" {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("not while collecting", func(t *testing.T) {
+		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusCollecting)).
+			When(supply(email)).ThenError(collection.ErrNotAwaitingInput)
+	})
+	t.Run("only once per pending status", func(t *testing.T) {
+		given := append(inputPending, collection.InputSupplied{Kind: collection.InputKindCollectionInput,
+			InputTypes: []string{"EMAIL"}, SuppliedAt: t0, Personal: &collection.SuppliedValues{Inputs: []collection.Input{email}}})
+		scenario(t).Given(given...).When(supply(email)).ThenError(collection.ErrNotAwaitingInput)
+	})
+}
+
+func TestSupplyClientResponses(t *testing.T) {
+	given := pending(collection.StatusWaitingForUserAction, collection.StatusDetails{Instructions: []collection.Instruction{
+		{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"}}})
+	ok := collection.ClientResponse{RequestID: "r1", Status: 200, Body: "{}"}
+	respond := func(rs ...collection.ClientResponse) func(c *collection.Collection) ([]domain.Event, error) {
+		return func(c *collection.Collection) ([]domain.Event, error) { return c.SupplyClientResponses(rs, t0) }
+	}
+	t.Run("responses to the instructions are kept; unknown ones dropped", func(t *testing.T) {
+		scenario(t).Given(given...).When(respond(ok, collection.ClientResponse{RequestID: "new-url", Status: 404})).
+			Then(collection.InputSupplied{Kind: collection.InputKindClientResponses, RequestIDs: []string{"r1"}, SuppliedAt: t0,
+				Personal: &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}}})
+	})
+	t.Run("a response to nothing pending is rejected", func(t *testing.T) {
+		scenario(t).Given(given...).When(respond(collection.ClientResponse{RequestID: "other", Status: 200})).ThenError(domain.ErrInvalid)
+	})
+	t.Run("a status that is no HTTP status is rejected", func(t *testing.T) {
+		scenario(t).Given(given...).When(respond(collection.ClientResponse{RequestID: "r1", Status: 42})).ThenError(domain.ErrInvalid)
+	})
+	t.Run("no instructions, no responses", func(t *testing.T) {
+		scenario(t).Given(pending(collection.StatusWaitingForUserAction, collection.StatusDetails{})...).
+			When(respond(ok)).ThenError(collection.ErrNotAwaitingInput)
+	})
+}

@@ -1,0 +1,166 @@
+package collection
+
+import "time"
+
+// Money is an amount in a currency (ISO 4217).
+type Money struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// Pension is one pension. OtherInsuredPerson is the conclusion of the spec's rule, decided when
+// the data was recorded; nil means no conclusion was possible.
+type Pension struct {
+	ID                 string  `json:"id"`
+	Name               *string `json:"name,omitempty"`
+	PensionType        *string `json:"pensionType,omitempty"`
+	PolicyNumber       *string `json:"policyNumber,omitempty"`
+	Value              *Money  `json:"value,omitempty"`
+	MonthlyPayout      *Money  `json:"monthlyPayout,omitempty"`
+	PayoutStartDate    *string `json:"payoutStartDate,omitempty"`
+	OtherInsuredPerson *bool   `json:"otherInsuredPerson,omitempty"`
+}
+
+// Holding is one position of an investment.
+type Holding struct {
+	Name     string   `json:"name"`
+	ISIN     *string  `json:"isin,omitempty"`
+	Quantity *float64 `json:"quantity,omitempty"`
+	Value    *Money   `json:"value,omitempty"`
+}
+
+// Investment is an investment account or product.
+type Investment struct {
+	ID             string    `json:"id"`
+	Name           *string   `json:"name,omitempty"`
+	InvestmentType *string   `json:"investmentType,omitempty"`
+	AccountNumber  *string   `json:"accountNumber,omitempty"`
+	Value          *Money    `json:"value,omitempty"`
+	Holdings       []Holding `json:"holdings,omitempty"`
+}
+
+// Loan is a loan (2026-04-01).
+type Loan struct {
+	ID             string   `json:"id"`
+	Name           *string  `json:"name,omitempty"`
+	LoanType       *string  `json:"loanType,omitempty"`
+	Outstanding    *Money   `json:"outstanding,omitempty"`
+	InterestRate   *float64 `json:"interestRate,omitempty"`
+	MonthlyPayment *Money   `json:"monthlyPayment,omitempty"`
+}
+
+// Saving is a savings product that is not a PSD2 account (2026-04-01).
+type Saving struct {
+	ID           string   `json:"id"`
+	Name         *string  `json:"name,omitempty"`
+	Balance      *Money   `json:"balance,omitempty"`
+	InterestRate *float64 `json:"interestRate,omitempty"`
+}
+
+// PSD2Account is a checking or savings account read over PSD2 (2026-04-01).
+type PSD2Account struct {
+	ID               string  `json:"id"`
+	Name             *string `json:"name,omitempty"`
+	IBAN             *string `json:"iban,omitempty"`
+	BBAN             *string `json:"bban,omitempty"`
+	Currency         *string `json:"currency,omitempty"`
+	Balance          *Money  `json:"balance,omitempty"`
+	AvailableBalance *Money  `json:"availableBalance,omitempty"`
+}
+
+// PSD2CreditCard is a credit card read over PSD2 (2026-04-01).
+type PSD2CreditCard struct {
+	ID          string  `json:"id"`
+	Name        *string `json:"name,omitempty"`
+	MaskedPAN   *string `json:"maskedPan,omitempty"`
+	Currency    *string `json:"currency,omitempty"`
+	Balance     *Money  `json:"balance,omitempty"`
+	CreditLimit *Money  `json:"creditLimit,omitempty"`
+}
+
+// PersonalInformation is what the company knows of the person. Every field is unknown when nil.
+type PersonalInformation struct {
+	PersonalNumber *string  `json:"personalNumber,omitempty"`
+	Name           *string  `json:"name,omitempty"`
+	FirstName      *string  `json:"firstName,omitempty"`
+	LastName       *string  `json:"lastName,omitempty"`
+	Address        *Address `json:"address,omitempty"`
+	Email          *string  `json:"email,omitempty"`
+	PhoneNumber    *string  `json:"phoneNumber,omitempty"`
+}
+
+// Address is a postal address.
+type Address struct {
+	Street     *string `json:"street,omitempty"`
+	PostalCode *string `json:"postalCode,omitempty"`
+	City       *string `json:"city,omitempty"`
+	Country    *string `json:"country,omitempty"`
+}
+
+// WealthCollected records the wealth data a company returned.
+type WealthCollected struct {
+	Pensions         []Pension        `json:"pensions,omitempty"`
+	Investments      []Investment     `json:"investments,omitempty"`
+	Loans            []Loan           `json:"loans,omitempty"`
+	Savings          []Saving         `json:"savings,omitempty"`
+	CheckingAccounts []PSD2Account    `json:"psd2CheckingAccounts,omitempty"`
+	SavingsAccounts  []PSD2Account    `json:"psd2SavingsAccounts,omitempty"`
+	CreditCards      []PSD2CreditCard `json:"psd2CreditCards,omitempty"`
+	CollectedAt      time.Time        `json:"collectedAt"`
+	Personal         *WealthPersons   `json:"personal,omitempty"`
+}
+
+// WealthPersons is the personal part of wealth data.
+type WealthPersons struct {
+	PersonalInformation *PersonalInformation `json:"personalInformation,omitempty"`
+	InsuredPersonNames  map[string]string    `json:"insuredPersonNames,omitempty"`
+}
+
+// WealthData is what a connector read from a company, before the domain's rules ran on it.
+type WealthData struct {
+	Pensions            []CompanyPension
+	Investments         []Investment
+	Loans               []Loan
+	Savings             []Saving
+	CheckingAccounts    []PSD2Account
+	SavingsAccounts     []PSD2Account
+	CreditCards         []PSD2CreditCard
+	PersonalInformation *PersonalInformation
+}
+
+// CompanyPension is a pension as the company reported it: its own otherInsuredPerson
+// conclusion, when it has one, and the insured person's name.
+type CompanyPension struct {
+	Pension
+	CompanyOtherInsuredPerson *bool
+	InsuredPersonName         string
+}
+
+// Document kinds.
+const (
+	DocumentUploadedPDF           = "UPLOADED_PDF"
+	DocumentFrenchCareerStatement = "FRENCH_CAREER_STATEMENT"
+)
+
+// Document describes a file kept with a collection. The content is personal data.
+type Document struct {
+	DocumentID  string           `json:"documentId"`
+	Kind        string           `json:"kind"`
+	ContentType string           `json:"contentType"`
+	FileName    string           `json:"fileName,omitempty"`
+	Size        int              `json:"size"`
+	SHA256      string           `json:"sha256"`
+	At          time.Time        `json:"at"`
+	Personal    *DocumentContent `json:"personal,omitempty"`
+}
+
+// DocumentContent is the file, base64 in JSON.
+type DocumentContent struct {
+	Content []byte `json:"content"`
+}
+
+// DocumentUploaded records a PDF the client uploaded with PDF_UPLOAD.
+type DocumentUploaded struct{ Document }
+
+// DocumentCollected records a document a company returned (the French career statement).
+type DocumentCollected struct{ Document }

@@ -1,0 +1,74 @@
+package collection_test
+
+import (
+	"testing"
+
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
+)
+
+func TestRecordWealthDecidesOtherInsuredPerson(t *testing.T) {
+	pension := func(id, name string, company *bool) collection.CompanyPension {
+		return collection.CompanyPension{Pension: collection.Pension{ID: id}, InsuredPersonName: name, CompanyOtherInsuredPerson: company}
+	}
+	yes, no := true, false
+	data := collection.WealthData{Pensions: []collection.CompanyPension{
+		pension("P1", "Tolvan Tolvansson", nil), pension("P4", "Tolvan Tolvanson", nil), pension("P6", "Tolvan Tolvansson", &yes)}}
+	wealthStarted := func(owner string) collection.Started {
+		s := started()
+		s.Company, s.Product = "se-demo-pension", collection.ProductWealth
+		s.Personal = &collection.StartedPerson{PersonalNumber: "191212121212", AccountOwnerName: owner}
+		return s
+	}
+	record := func(c *collection.Collection) ([]domain.Event, error) { return c.RecordWealth(data, t0) }
+	names := map[string]string{"P1": "Tolvan Tolvansson", "P4": "Tolvan Tolvanson", "P6": "Tolvan Tolvansson"}
+	t.Run("with the account owner's name", func(t *testing.T) {
+		scenario(t).Given(wealthStarted("Tolvan Tolvansson"), changed(collection.StatusRunning, collection.StatusCollecting)).
+			When(record).Then(collection.WealthCollected{Pensions: []collection.Pension{
+			{ID: "P1", OtherInsuredPerson: &no}, {ID: "P4", OtherInsuredPerson: &yes}, {ID: "P6", OtherInsuredPerson: &yes}},
+			CollectedAt: t0, Personal: &collection.WealthPersons{InsuredPersonNames: names}})
+	})
+	t.Run("without it only the company's conclusion stays", func(t *testing.T) {
+		scenario(t).Given(wealthStarted(""), changed(collection.StatusRunning, collection.StatusCollecting)).
+			When(record).Then(collection.WealthCollected{Pensions: []collection.Pension{
+			{ID: "P1"}, {ID: "P4"}, {ID: "P6", OtherInsuredPerson: &yes}},
+			CollectedAt: t0, Personal: &collection.WealthPersons{InsuredPersonNames: names}})
+	})
+	t.Run("not for an insurance collection", func(t *testing.T) {
+		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusCollecting)).
+			When(record).ThenError(domain.ErrConflict)
+	})
+}
+
+func TestDocuments(t *testing.T) {
+	pdf := []byte("%PDF-1.4 letter")
+	t.Run("a PDF upload is recorded with the start", func(t *testing.T) {
+		c, _ := collection.Rehydrate(nil)
+		events, err := c.Start(collection.StartRequest{CollectionID: "c1", ClientID: "acme", Company: insurer,
+			LoginMethod: "PDF_UPLOAD", RequestHash: "h", PDF: &collection.UploadedPDF{DocumentID: "d1", FileName: "l.pdf", Content: pdf}}, t0)
+		if err != nil || len(events) != 2 {
+			t.Fatalf("%v %v", events, err)
+		}
+		up, ok := events[1].(collection.DocumentUploaded)
+		if !ok || up.Size != len(pdf) || len(up.SHA256) != 64 || string(up.Personal.Content) != string(pdf) {
+			t.Fatalf("%#v", events[1])
+		}
+	})
+	t.Run("an empty upload is invalid", func(t *testing.T) {
+		c, _ := collection.Rehydrate(nil)
+		_, err := c.Start(collection.StartRequest{CollectionID: "c1", ClientID: "acme", Company: insurer,
+			LoginMethod: "PDF_UPLOAD", PDF: &collection.UploadedPDF{DocumentID: "d1"}}, t0)
+		if err == nil {
+			t.Fatal("accepted")
+		}
+	})
+	t.Run("a collected document needs COLLECTING and a true digest", func(t *testing.T) {
+		doc := collection.NewDocument("d2", collection.DocumentFrenchCareerStatement, "application/pdf", "r.pdf", pdf)
+		scenario(t).Given(started()).When(func(c *collection.Collection) ([]domain.Event, error) {
+			return c.RecordDocument(doc, t0)
+		}).ThenError(domain.ErrConflict)
+		doc.SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"
+		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusCollecting)).
+			When(func(c *collection.Collection) ([]domain.Event, error) { return c.RecordDocument(doc, t0) }).ThenError(domain.ErrInvalid)
+	})
+}
