@@ -1,0 +1,97 @@
+package service_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/platform/config"
+	"github.com/samla/samla/platform/kafka"
+	"github.com/samla/samla/platform/service"
+	"github.com/samla/samla/projections/readdb/readdbtest"
+)
+
+// TestRolesAsSeparateProcesses runs each role as its own service, as the distributed deployment
+// does: they share only the event store, a Kafka broker reached over TCP and the read models
+// (ClickHouse when SAMLA_CLICKHOUSE_DSN is set, else SQLite files). A collection posted to the
+// command role completes and is polled on the query role.
+func TestRolesAsSeparateProcesses(t *testing.T) {
+	dir := t.TempDir()
+	broker, err := kafka.StartEmbedded(filepath.Join(dir, "broker"), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+
+	// One fresh ClickHouse database shared by every role, dropped at the end.
+	var clickHouseDSN string
+	if os.Getenv(readdbtest.EnvClickHouseDSN) != "" {
+		clickHouseDSN = readdbtest.ClickHouseDatabase(t)
+	}
+	base := func() *config.Config {
+		cfg := testConfig(t, dir)
+		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		if clickHouseDSN != "" {
+			cfg.ClickHouseDSN = clickHouseDSN
+		}
+		return cfg
+	}
+	var started []*service.Service
+	defer func() {
+		for i := len(started) - 1; i >= 0; i-- {
+			stop(t, started[i])
+		}
+	}()
+	run := func(roles service.Roles, mutate func(*config.Config)) *service.Service {
+		cfg := base()
+		if mutate != nil {
+			mutate(cfg)
+		}
+		svc, err := service.Start(t.Context(), cfg, roles, testLogger(t))
+		if err != nil {
+			t.Fatalf("start %+v: %v", roles, err)
+		}
+		started = append(started, svc)
+		return svc
+	}
+	// Consumers first, so the bootstrap client's key is projected for the API roles.
+	run(service.Roles{Relay: true}, nil)
+	run(service.Roles{Project: true}, nil)
+	run(service.Roles{Connect: true}, nil)
+	command := run(service.Roles{Command: true}, nil)
+	query := run(service.Roles{Query: true}, func(c *config.Config) { c.Sandbox = false })
+
+	cmd := apiClient{t: t, base: "http://" + command.HTTPAddr(), key: testAPIKey}
+	qry := apiClient{t: t, base: "http://" + query.HTTPAddr(), key: testAPIKey}
+	waitAuthenticated(t, cmd)
+	id := cmd.startCollection("199001010017")
+	final := qry.waitStatus(id, 30*time.Second, func(s string) bool { return s == "COMPLETED" || strings.HasPrefix(s, "FAIL") })
+	if final.Status != "COMPLETED" {
+		t.Fatalf("final %+v", final)
+	}
+	// The query role serves no commands, and the command role no queries.
+	if code, _, _ := qry.do("POST", "/collections", map[string]any{"company": "se-demo-insurer"}, nil); code != 404 && code != 405 {
+		t.Fatalf("POST on the query role = %d", code)
+	}
+	if code, _, _ := cmd.do("GET", "/collections/"+id+"/status", nil, nil); code != 404 && code != 405 {
+		t.Fatalf("status poll on the command role = %d", code)
+	}
+}
+
+// waitAuthenticated waits until the API key has been projected for the role's auth.
+func waitAuthenticated(t *testing.T, c apiClient) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, _, _ := c.do("GET", "/collections/00000000-0000-0000-0000-000000000000/status", nil, nil)
+		if code != 401 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the API key never authenticated")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
