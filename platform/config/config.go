@@ -36,6 +36,11 @@ type Config struct {
 	CompanyPoll      time.Duration
 	MaxSessions      int
 	SandboxLatencyMS int
+	// Deadlines of SANDBOX.md: how long a collection waits for the user.
+	ContactFormTimeout     time.Duration
+	InputTimeout           time.Duration
+	MethodSelectionTimeout time.Duration
+	EIDOrderTimeout        time.Duration
 }
 
 func env(name, def string) string {
@@ -98,6 +103,10 @@ func Bind(fs *pflag.FlagSet) *Config {
 	fs.DurationVar(&c.CompanyPoll, "company-poll", envDuration("SAMLA_COMPANY_POLL", time.Second), "wait between a connector's polls of a company login [SAMLA_COMPANY_POLL]")
 	fs.IntVar(&c.MaxSessions, "max-sessions", envInt("SAMLA_MAX_SESSIONS", 512), "company sessions one connector drives at once [SAMLA_MAX_SESSIONS]")
 	fs.IntVar(&c.SandboxLatencyMS, "sandbox-latency-ms", envInt("SAMLA_SANDBOX_LATENCY_MS", 20), "upper bound of the sandbox companies' simulated latency [SAMLA_SANDBOX_LATENCY_MS]")
+	fs.DurationVar(&c.ContactFormTimeout, "contact-form-timeout", envDuration("SAMLA_CONTACT_FORM_TIMEOUT", 2*time.Minute), "CONTACT_FORM_PENDING turns CONTACT_FORM after this long without input [SAMLA_CONTACT_FORM_TIMEOUT]")
+	fs.DurationVar(&c.InputTimeout, "input-timeout", envDuration("SAMLA_INPUT_TIMEOUT", 2*time.Minute), "COLLECTION_INPUT_PENDING turns COLLECTION_INPUT_TIMEOUT after this long [SAMLA_INPUT_TIMEOUT]")
+	fs.DurationVar(&c.MethodSelectionTimeout, "method-selection-timeout", envDuration("SAMLA_METHOD_SELECTION_TIMEOUT", time.Minute), "a two-factor method not chosen in this time ends TWO_FACTOR_METHOD_SELECTION_TIMEOUT [SAMLA_METHOD_SELECTION_TIMEOUT]")
+	fs.DurationVar(&c.EIDOrderTimeout, "eid-order-timeout", envDuration("SAMLA_EID_ORDER_TIMEOUT", 30*time.Second), "an electronic-ID order not signed in this time ends AUTHENTICATION_TIMEOUT [SAMLA_EID_ORDER_TIMEOUT]")
 	return c
 }
 
