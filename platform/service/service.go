@@ -379,7 +379,16 @@ func (s *Service) startHTTP() error {
 			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
 		})
 		s.registerRoutes(engine)
-		if err := s.serve("http", s.cfg.HTTPAddr, engine); err != nil {
+		var handler http.Handler = engine
+		if s.sandbox != nil {
+			// The sandbox's simulated user ("scan and sign", the outbox) answers beside the API,
+			// outside its API-key authentication, as the end user's phone would.
+			mux := http.NewServeMux()
+			mux.Handle("/sandbox/", s.sandbox.Handler())
+			mux.Handle("/", engine)
+			handler = mux
+		}
+		if err := s.serve("http", s.cfg.HTTPAddr, handler); err != nil {
 			return err
 		}
 	}
