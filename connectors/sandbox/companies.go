@@ -8,6 +8,20 @@ import (
 	"github.com/samla/samla/domain/company"
 )
 
+// Data products of the companies' API: each is GET …/sessions/{sessionId}/{product}.
+const (
+	productInsurances          = "insurances"
+	productGroupInsurances     = "group-insurances"
+	productPensions            = "pensions"
+	productInvestments         = "investments"
+	productAccounts            = "accounts"
+	productCards               = "cards"
+	productLoans               = "loans"
+	productSavings             = "savings"
+	productPersonalInformation = "personal-information"
+	productCareerStatement     = "career-statement"
+)
+
 // demoCompany is one company of SANDBOX.md as the company itself sees it. The sandbox keeps
 // its own list rather than reading Samla's catalog: a real company does not know Samla's
 // catalog, and a test compares the two so they cannot drift apart unnoticed.
@@ -18,25 +32,37 @@ type demoCompany struct {
 	products     []string // INSURANCE, WEALTH
 	loginMethods []string // what the company accepts
 	maintenance  bool     // every session request is refused with 503 MAINTENANCE
-	insurances   bool     // serves insurance data
+	// dataProducts are what an authenticated session can read, in the order a client reads them.
+	dataProducts []string
+	// slowProduct is the product whose backend times out for the partial persona.
+	slowProduct string
+	// enrollmentCheck: the company first checks that the person is a customer
+	// (CUSTOMER_ENROLLMENT_CHECK) before the sign-in starts.
+	enrollmentCheck bool
 }
 
 func demoCompanies() map[string]*demoCompany {
 	eid := []string{company.LoginEIDOtherDevice, company.LoginEIDOtherDeviceMock}
+	insurerData := []string{productInsurances, productGroupInsurances, productPersonalInformation}
 	list := []*demoCompany{
 		{id: "se-demo-insurer", displayName: "Demo Försäkring", market: "se", products: []string{"INSURANCE"},
 			loginMethods: append(slices.Clone(eid), company.LoginEIDSameDeviceClientSide, company.LoginPDFUpload),
-			insurances:   true},
+			dataProducts: insurerData, slowProduct: productGroupInsurances},
 		{id: "se-demo-pension", displayName: "Demo Pension", market: "se", products: []string{"WEALTH"},
-			loginMethods: slices.Clone(eid)},
+			loginMethods: slices.Clone(eid),
+			dataProducts: []string{productPensions, productInvestments, productPersonalInformation}, slowProduct: productInvestments},
 		{id: "se-demo-bank", displayName: "Demo Bank", market: "se", products: []string{"WEALTH"},
-			loginMethods: slices.Clone(eid)},
+			loginMethods: slices.Clone(eid),
+			dataProducts: []string{productAccounts, productCards, productLoans, productSavings, productPersonalInformation},
+			slowProduct:  productCards},
 		{id: "fr-demo-pension-info", displayName: "Démo Info Retraite", market: "fr", products: []string{"WEALTH"},
-			loginMethods: []string{company.LoginPDFUpload, company.LoginEIDOtherDeviceMock}},
+			loginMethods: []string{company.LoginPDFUpload, company.LoginEIDOtherDeviceMock},
+			dataProducts: []string{productPensions, productCareerStatement, productPersonalInformation},
+			slowProduct:  productCareerStatement, enrollmentCheck: true},
 		{id: "ee-demo-insurer", displayName: "Demo Kindlustus", market: "ee", products: []string{"INSURANCE"},
-			loginMethods: []string{company.LoginPDFUpload}, insurances: true},
+			loginMethods: []string{company.LoginPDFUpload}, dataProducts: insurerData, slowProduct: productGroupInsurances},
 		{id: "se-demo-maintenance", displayName: "Demo Underhåll", market: "se", products: []string{"INSURANCE"},
-			loginMethods: []string{company.LoginEIDOtherDeviceMock}, maintenance: true, insurances: true},
+			loginMethods: []string{company.LoginEIDOtherDeviceMock}, maintenance: true, dataProducts: insurerData},
 	}
 	out := make(map[string]*demoCompany, len(list))
 	for _, c := range list {
@@ -44,6 +70,8 @@ func demoCompanies() map[string]*demoCompany {
 	}
 	return out
 }
+
+func (c *demoCompany) insurer() bool { return slices.Contains(c.products, "INSURANCE") }
 
 func demoCompanyOrder(m map[string]*demoCompany) []*demoCompany {
 	out := make([]*demoCompany, 0, len(m))
@@ -54,19 +82,13 @@ func demoCompanyOrder(m map[string]*demoCompany) []*demoCompany {
 	return out
 }
 
-// simulatedLoginMethods are the login methods whose flow the sandbox plays through. A method a
-// company lists but the sandbox does not simulate yet is answered 501, which is different from
-// a method the company does not support at all (422).
-var simulatedLoginMethods = map[string]bool{
-	company.LoginEIDOtherDeviceMock: true,
-}
-
 type companyView struct {
 	ID           string   `json:"id"`
 	DisplayName  string   `json:"displayName"`
 	Market       string   `json:"market"`
 	Products     []string `json:"products"`
 	LoginMethods []string `json:"loginMethods"`
+	DataProducts []string `json:"dataProducts"`
 	Status       string   `json:"status"` // OPERATIONAL or MAINTENANCE
 }
 
@@ -76,7 +98,7 @@ func (c *demoCompany) view() companyView {
 		status = "MAINTENANCE"
 	}
 	return companyView{ID: c.id, DisplayName: c.displayName, Market: c.market, Products: c.products,
-		LoginMethods: c.loginMethods, Status: status}
+		LoginMethods: c.loginMethods, DataProducts: c.dataProducts, Status: status}
 }
 
 func (s *Sandbox) listCompanies(w http.ResponseWriter, r *http.Request) {

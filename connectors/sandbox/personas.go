@@ -2,77 +2,114 @@ package sandbox
 
 import (
 	"fmt"
-	"time"
+
+	"github.com/samla/samla/connectors/sandbox/eidsim"
 )
 
-// loginBehaviour is how a persona's sign-in at the company goes.
-type loginBehaviour int
+// loginFlow is how a persona's sign-in at the company goes, whatever the login method.
+type loginFlow int
 
 const (
-	// signs: the user signs in the EID app and the company authenticates them.
-	signs loginBehaviour = iota
-	// refusedAtStart: the company refuses the login before any signature is asked for.
-	refusedAtStart
-	// failsAtSignature: the order is shown to the user; when they act, the sign-in fails.
-	failsAtSignature
-	// neverSigns: the order waits for a signature that never comes and expires.
-	neverSigns
+	// flowEID: the login method's electronic-ID flow (the user signs, cancels or never acts).
+	flowEID loginFlow = iota
+	// flowRefused: the company refuses the login before any signature is asked for.
+	flowRefused
+	// flowTwoFactor: the company sends a code; the simulated user enters it after a while.
+	flowTwoFactor
+	// flowWrongCode: as flowTwoFactor, but the code the user enters is wrong.
+	flowWrongCode
+	// flowMethodSelection: the company asks the user to pick a two-factor method; they never do.
+	flowMethodSelection
+	// flowContactForm: the company asks for contact details (EMAIL, MOBILE_PHONE_NUMBER) first.
+	flowContactForm
+	// flowInput: the company asks for more input (EMAIL) first.
+	flowInput
+)
+
+// dataSet is how much a persona has at a company.
+type dataSet int
+
+const (
+	dataBasic dataSet = iota // a small plausible set
+	dataRich                 // 191212121212: every product, with unknown values here and there
+	dataNone                 // 199001010033: a customer without products
 )
 
 // Failure reasons of the company's API. They are the company's vocabulary, not Samla's: the
-// company adapter maps them to collection statuses.
+// company adapter maps them to collection statuses in one table.
 const (
 	reasonInvalidCredentials     = "INVALID_CREDENTIALS"
 	reasonUserCancelled          = "USER_CANCELLED"
 	reasonOrderExpired           = "ORDER_EXPIRED"
 	reasonAlreadyInProgress      = "ALREADY_IN_PROGRESS"
+	reasonEIDStartFailed         = "EID_START_FAILED"
 	reasonAccountLocked          = "ACCOUNT_LOCKED"
 	reasonKYCRequired            = "KYC_REQUIRED"
 	reasonNotACustomer           = "NOT_A_CUSTOMER"
 	reasonContactDetailsRequired = "CONTACT_DETAILS_REQUIRED"
 	reasonSignInRejected         = "SIGN_IN_REJECTED"
 	reasonTemporaryError         = "TEMPORARY_ERROR"
+	reasonIncorrectCode          = "INCORRECT_TWO_FACTOR_CODE"
+	reasonClientResponseInvalid  = "CLIENT_RESPONSE_INVALID"
+	reasonPDFParseFailed         = "PDF_PARSE_FAILED"
+	reasonPDFUnsupported         = "PDF_UNSUPPORTED"
 )
 
-// persona is one row of SANDBOX.md's persona table as the demo insurer plays it. New personas
-// (two-factor, contact form, collection input, partial data) are new rows plus, where the row
-// needs a step the company API does not have yet, a new session state.
+// persona is one row of SANDBOX.md's persona table as the demo companies play it.
 type persona struct {
 	personalNumber string
-	name           string
-	login          loginBehaviour
-	failureReason  string // refusedAtStart and failsAtSignature
-	// authenticatesAs is the personal number the EID says signed, when not the requested one
-	// (the company reports it; Samla must notice the mismatch).
-	authenticatesAs string
-	// insurances builds the persona's insurances at an insurance company; nil means none.
-	insurances func(now time.Time, holder string) []insurance
-	// collectionFails makes every data request of the persona fail with 500.
+	givenName      string
+	surname        string
+	flow           loginFlow
+	// eidAction is what the persona does with an EID order.
+	eidAction eidsim.Action
+	// signsAs is the personal number of whoever really signs the EID order, when not the
+	// persona (the EID reports it; Samla must notice the mismatch).
+	signsAs string
+	// conflicting: another EID order for the persona is running elsewhere when the company
+	// starts its own.
+	conflicting bool
+	// failureReason ends a refused login (flowRefused) or, for flowEID, the login right after
+	// the signature (the company's own checks after authentication).
+	failureReason string
+	// collectionFails makes every data request fail with 500.
 	collectionFails bool
+	// partial makes one data product of each company time out.
+	partial bool
+	data    dataSet
 }
 
-// defaultPersonalNumber is the persona any other valid personal number behaves like.
+func (p *persona) name() string { return p.givenName + " " + p.surname }
+
+// defaultPersonalNumber is the persona any other valid personal number behaves like, and who
+// signs when the login started without a personal number (the user identifies in the app).
 const defaultPersonalNumber = "199001010017"
 
 type personaTable map[string]*persona
 
 func newPersonaTable() personaTable {
 	rows := []*persona{
-		{personalNumber: "199001010017", name: "Test Testsson", insurances: basicInsurances},
-		{personalNumber: "191212121212", name: "Tolvan Tolvansson", insurances: tolvanInsurances},
-		{personalNumber: "199001010033", name: "Tom Tomsson"},
-		{personalNumber: "199001010041", name: "Fel Felsson", login: refusedAtStart, failureReason: reasonInvalidCredentials},
-		{personalNumber: "199001010082", name: "Annan Andersson", authenticatesAs: "199001010017", insurances: basicInsurances},
-		{personalNumber: "199001010090", name: "Ångra Ångrasson", login: failsAtSignature, failureReason: reasonUserCancelled},
-		{personalNumber: "199001010108", name: "Väntar Väntarsson", login: neverSigns},
-		{personalNumber: "199001010116", name: "Dubbel Dubbelsson", login: refusedAtStart, failureReason: reasonAlreadyInProgress},
-		{personalNumber: "199001010124", name: "Låst Låstsson", login: failsAtSignature, failureReason: reasonAccountLocked},
-		{personalNumber: "199001010132", name: "Kyc Kycsson", login: failsAtSignature, failureReason: reasonKYCRequired},
-		{personalNumber: "199001010140", name: "Ny Nysson", login: failsAtSignature, failureReason: reasonNotACustomer},
-		{personalNumber: "199001010157", name: "Trasig Trasigsson", insurances: basicInsurances, collectionFails: true},
-		{personalNumber: "199001010165", name: "Miss Lyckadsson", login: failsAtSignature, failureReason: reasonTemporaryError},
-		{personalNumber: "199001010173", name: "Nekad Nekadsson", login: failsAtSignature, failureReason: reasonSignInRejected},
-		{personalNumber: "199001010207", name: "Kontakt Kontaktsson", login: failsAtSignature, failureReason: reasonContactDetailsRequired},
+		{personalNumber: "199001010017", givenName: "Test", surname: "Testsson"},
+		{personalNumber: "191212121212", givenName: "Tolvan", surname: "Tolvansson", data: dataRich},
+		{personalNumber: "199001010025", givenName: "Halv", surname: "Halvsson", partial: true},
+		{personalNumber: "199001010033", givenName: "Tom", surname: "Tomsson", data: dataNone},
+		{personalNumber: "199001010041", givenName: "Fel", surname: "Felsson", flow: flowRefused, failureReason: reasonInvalidCredentials},
+		{personalNumber: "199001010058", givenName: "Kod", surname: "Kodsson", flow: flowTwoFactor},
+		{personalNumber: "199001010066", givenName: "Kontakta", surname: "Kontaktsson", flow: flowContactForm},
+		{personalNumber: "199001010074", givenName: "Inmatning", surname: "Inmatningsson", flow: flowInput},
+		{personalNumber: "199001010082", givenName: "Annan", surname: "Andersson", signsAs: defaultPersonalNumber},
+		{personalNumber: "199001010090", givenName: "Ångra", surname: "Ångrasson", eidAction: eidsim.CancelInApp},
+		{personalNumber: "199001010108", givenName: "Väntar", surname: "Väntarsson", eidAction: eidsim.Ignore},
+		{personalNumber: "199001010116", givenName: "Dubbel", surname: "Dubbelsson", conflicting: true},
+		{personalNumber: "199001010124", givenName: "Låst", surname: "Låstsson", failureReason: reasonAccountLocked},
+		{personalNumber: "199001010132", givenName: "Kyc", surname: "Kycsson", failureReason: reasonKYCRequired},
+		{personalNumber: "199001010140", givenName: "Ny", surname: "Nysson", failureReason: reasonNotACustomer},
+		{personalNumber: "199001010157", givenName: "Trasig", surname: "Trasigsson", collectionFails: true},
+		{personalNumber: "199001010165", givenName: "Miss", surname: "Lyckadsson", failureReason: reasonTemporaryError},
+		{personalNumber: "199001010173", givenName: "Nekad", surname: "Nekadsson", failureReason: reasonSignInRejected},
+		{personalNumber: "199001010181", givenName: "Välj", surname: "Väljsson", flow: flowMethodSelection},
+		{personalNumber: "199001010199", givenName: "Felkod", surname: "Felkodsson", flow: flowWrongCode},
+		{personalNumber: "199001010207", givenName: "Formulär", surname: "Formulärsson", failureReason: reasonContactDetailsRequired},
 	}
 	t := make(personaTable, len(rows))
 	for _, p := range rows {
@@ -93,76 +130,16 @@ func (t personaTable) lookup(personalNumber string) *persona {
 	return t[defaultPersonalNumber]
 }
 
-// insurance is one insurance in the demo insurer's wire format. Pointers are sent as null or
-// left out: the company does not know that value.
-type insurance struct {
-	ID           string   `json:"id"`
-	Product      string   `json:"product"` // home, motor, accident, pet, life
-	Name         *string  `json:"name"`
-	PolicyNumber *string  `json:"policyNumber,omitempty"`
-	Premium      *premium `json:"premium,omitempty"`
-	RenewalDate  *string  `json:"renewalDate,omitempty"`
-	StartDate    *string  `json:"startDate"`
-	PolicyHolder *holder  `json:"policyHolder,omitempty"`
-}
-
-type premium struct {
-	Amount    *float64 `json:"amount"`
-	Currency  string   `json:"currency"`
-	Frequency *string  `json:"frequency"` // monthly, quarterly, yearly
-}
-
-type holder struct {
-	Name string `json:"name"`
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// nextAnniversary is the first month/day on or after now, so that renewal dates stay in the
-// future however long the sandbox lives.
-func nextAnniversary(now time.Time, month time.Month, day int) *string {
-	d := time.Date(now.Year(), month, day, 0, 0, 0, 0, time.UTC)
-	if d.Before(now.UTC().Truncate(24 * time.Hour)) {
-		d = d.AddDate(1, 0, 0)
+// eidUser is the simulated person holding the phone for an order that asked for pn.
+func (t personaTable) eidUser(pn string) eidsim.User {
+	p := t.lookup(pn)
+	who := pn
+	if who == "" {
+		who = defaultPersonalNumber
 	}
-	return ptr(d.Format(time.DateOnly))
-}
-
-func sek(amount float64, frequency string) *premium {
-	return &premium{Amount: ptr(amount), Currency: "SEK", Frequency: ptr(frequency)}
-}
-
-func basicInsurances(now time.Time, holderName string) []insurance {
-	return []insurance{{
-		ID: "sdi-home-100017", Product: "home", Name: ptr("Hemförsäkring Bas"),
-		PolicyNumber: ptr("H-100017"), Premium: sek(245, "monthly"),
-		RenewalDate: nextAnniversary(now, time.April, 1), StartDate: ptr("2020-04-01"),
-		PolicyHolder: &holder{Name: holderName},
-	}}
-}
-
-// tolvanInsurances is the richest data set (SANDBOX.md: at least home, car, accident and pet,
-// each with insurance number, premium and frequency and renewal date, some fields unknown).
-func tolvanInsurances(now time.Time, holderName string) []insurance {
-	h := &holder{Name: holderName}
-	return []insurance{
-		{ID: "sdi-home-121212", Product: "home", Name: ptr("Hemförsäkring Stor"),
-			PolicyNumber: ptr("H-4471-1212"), Premium: sek(289, "monthly"),
-			RenewalDate: nextAnniversary(now, time.September, 1), StartDate: ptr("2015-09-01"), PolicyHolder: h},
-		// Start date unknown: the insurer migrated the policy from an older system.
-		{ID: "sdi-car-121212", Product: "motor", Name: ptr("Bilförsäkring Halv ABC123"),
-			PolicyNumber: ptr("B-2093-1212"), Premium: sek(4860, "yearly"),
-			RenewalDate: nextAnniversary(now, time.March, 15), StartDate: nil, PolicyHolder: h},
-		{ID: "sdi-accident-121212", Product: "accident", Name: ptr("Olycksfallsförsäkring"),
-			PolicyNumber: ptr("O-7310-1212"), Premium: sek(129, "quarterly"),
-			RenewalDate: nextAnniversary(now, time.January, 1), StartDate: ptr("2019-01-01"), PolicyHolder: h},
-		// No product name on file.
-		{ID: "sdi-pet-121212", Product: "pet", Name: nil,
-			PolicyNumber: ptr("D-8810-1212"), Premium: sek(312, "monthly"),
-			RenewalDate: nextAnniversary(now, time.June, 30), StartDate: nil, PolicyHolder: h},
-		// Premium and renewal unknown: paid through the employer's group agreement.
-		{ID: "sdi-life-121212", Product: "life", Name: ptr("Livförsäkring Grupp"),
-			PolicyNumber: ptr("L-5150-1212"), Premium: &premium{Currency: "SEK"},
-			StartDate: ptr("2012-12-12"), PolicyHolder: h},
+	signer := p
+	if p.signsAs != "" {
+		who, signer = p.signsAs, t.lookup(p.signsAs)
 	}
+	return eidsim.User{PersonalNumber: who, GivenName: signer.givenName, Surname: signer.surname, Action: p.eidAction}
 }

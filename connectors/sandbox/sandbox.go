@@ -1,33 +1,51 @@
 // Package sandbox runs Samla's demo companies as a real HTTP server, so that connector workers
 // talk to them exactly as they would to real companies: over TCP, with latency and with
 // failures. Only the company adapters know the wire format; nothing in Samla reaches into the
-// sandbox's memory.
+// sandbox's memory. Beside the companies it runs the electronic-ID simulator (eidsim) that the
+// companies use for their EID logins and that testers drive.
 //
-// All routes live under /sandbox/ so that the same handler can later be mounted beside Samla's
-// own API (SANDBOX.md's /sandbox/eid/sign, /sandbox/outbox, /sandbox/signing/…) without
-// colliding with it.
+// All routes live under /sandbox/ so that the same handler can be mounted beside Samla's own
+// API on one listener (Handler serves absolute paths).
 //
 // The demo companies' API, below BaseURL(companyID) = <url>/sandbox/companies/{companyId}:
 //
-//	GET    /sandbox/companies                → {"companies":[{id, displayName, market, products, loginMethods, status}]}
-//	GET    …/{companyId}                     → one company; status OPERATIONAL or MAINTENANCE
-//	POST   …/{companyId}/sessions            {personalNumber?, loginMethod, reference?}, header Idempotency-Key?
-//	                                         → 201 session (200 and the same session for a repeated key)
-//	GET    …/{companyId}/sessions/{id}       → session
-//	DELETE …/{companyId}/sessions/{id}       → 204 (logout)
-//	GET    …/{companyId}/sessions/{id}/insurances, Authorization: Bearer <accessToken>
-//	                                         → {"insurances":[{id, product, name, policyNumber,
-//	                                            premium{amount, currency, frequency}, renewalDate,
-//	                                            startDate, policyHolder{name}}]}; unknown values null or absent
+//	GET    /sandbox/companies                  → {"companies":[{id, displayName, market, products,
+//	                                              loginMethods, dataProducts, status}]}
+//	GET    …/{companyId}                       → one company; status OPERATIONAL or MAINTENANCE
+//	POST   …/{companyId}/sessions              {personalNumber?, loginMethod, reference?}, header Idempotency-Key?
+//	                                           → 201 session (200 and the same session for a repeated key)
+//	GET    …/{companyId}/sessions/{id}         → session
+//	DELETE …/{companyId}/sessions/{id}         → 204 (logout; withdraws a pending EID order)
+//	POST   …/sessions/{id}/inputs              {"inputs":[{type, value}]} in CONTACT_FORM_REQUIRED
+//	                                           (EMAIL, MOBILE_PHONE_NUMBER) or INPUT_REQUIRED (EMAIL)
+//	                                           → 200 session; 400 INVALID_INPUT {errors:[{field,message}]};
+//	                                           409 NOT_AWAITING_INPUT
+//	POST   …/sessions/{id}/two-factor-method   {"method":"SMS"|"EMAIL"} in TWO_FACTOR_METHOD_SELECTION
+//	POST   …/sessions/{id}/client-responses    {"responses":[{requestId, status, headers, body}]} in
+//	                                           CLIENT_ACTION_REQUIRED → 200 session; 422
+//	                                           CLIENT_RESPONSE_INVALID (the session is FAILED);
+//	                                           409 NOT_AWAITING_CLIENT_RESPONSES
+//	POST   …/sessions/{id}/document            the PDF (application/pdf, multipart "file" or JSON
+//	                                           {contentBase64}) in DOCUMENT_REQUIRED → 200 session
+//	GET    …/sessions/{id}/{product}           Authorization: Bearer <accessToken>; see getProduct
+//	POST   …/client/{id}/eid-order             } requests the user's device runs (INSTRUCTIONS of
+//	GET    …/client/{id}/login-result          } the client-side login), with the device token
 //
-// A session is {sessionId, reference, loginMethod, state, failureReason?, message?, customer?
-// {personalNumber}, accessToken?, createdAt, expiresAt?}, state AWAITING_SIGNATURE,
-// AUTHENTICATED or FAILED. Errors are {code, message}: 400 INVALID_REQUEST |
-// INVALID_PERSONAL_NUMBER, 401 INVALID_TOKEN, 404 UNKNOWN_COMPANY | SESSION_NOT_FOUND |
-// NOT_AN_INSURER, 409 NOT_AUTHENTICATED, 422 LOGIN_METHOD_NOT_SUPPORTED (with
-// supportedLoginMethods) | IDEMPOTENCY_KEY_REUSED, 500 INTERNAL_ERROR, 501
-// LOGIN_METHOD_NOT_IMPLEMENTED (listed by the company, not simulated yet), 503 MAINTENANCE |
-// TEMPORARILY_UNAVAILABLE (injected).
+// A session is {sessionId, reference, loginMethod, state, stateSince, failureReason?, message?,
+// eidOrder?{orderRef, autoStartToken, qrStartToken, qrStartSecret, startedAt, expiresAt, status,
+// hintCode?, completionData?}, instructions?[{requestId, method, url, headers, body?}],
+// twoFactor?{methods, method?}, requiredInputs?, document?{status, message?, insurances?,
+// pensions?}, customer?{personalNumber}, accessToken?, products?, createdAt, expiresAt?}; its
+// states are listed in session.go. Errors are {code, message}: 400 INVALID_REQUEST |
+// INVALID_PERSONAL_NUMBER | INVALID_INPUT, 401 INVALID_TOKEN, 404 UNKNOWN_COMPANY |
+// SESSION_NOT_FOUND | UNKNOWN_PRODUCT | NO_CAREER_STATEMENT, 409 NOT_AUTHENTICATED |
+// NOT_AWAITING_…, 413 DOCUMENT_TOO_LARGE, 422 LOGIN_METHOD_NOT_SUPPORTED (with
+// supportedLoginMethods) | IDEMPOTENCY_KEY_REUSED | CLIENT_RESPONSE_INVALID, 500 INTERNAL_ERROR,
+// 503 MAINTENANCE | TEMPORARILY_UNAVAILABLE (injected), 504 UPSTREAM_TIMEOUT.
+//
+// The EID simulator, below /sandbox/eid (see eidsim.Simulator.Handler): the relying-party API
+// (rp/v6.0/auth, collect, cancel) and the tester's POST /sandbox/eid/sign and
+// /sandbox/eid/cancel with {"collectionId"} or {"consentId"}.
 package sandbox
 
 import (
@@ -39,9 +57,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/samla/samla/connectors/sandbox/eidsim"
 )
 
 // Defaults of SANDBOX.md.
@@ -53,6 +74,16 @@ const (
 	// DefaultSessionTTL is how long the company remembers a login session; long enough for the
 	// slowest persona (contact form and input timeouts of a couple of minutes each).
 	DefaultSessionTTL = 30 * time.Minute
+	// DefaultUserDelay is how long the simulated user takes to enter a two-factor code.
+	DefaultUserDelay = 2 * time.Second
+	// DefaultStepDelay is how long a company's own step takes (enrollment check, sign-in).
+	DefaultStepDelay = 300 * time.Millisecond
+	// DefaultProductTimeout is how long a slow data product keeps the caller before its
+	// gateway answers 504.
+	DefaultProductTimeout = 3 * time.Second
+	// DefaultClientWait bounds how long the device's login-result request waits for the
+	// signature.
+	DefaultClientWait = 25 * time.Second
 )
 
 // Option configures a sandbox.
@@ -66,6 +97,11 @@ type options struct {
 	mockSignDelay   time.Duration
 	eidOrderTimeout time.Duration
 	sessionTTL      time.Duration
+	userDelay       time.Duration
+	stepDelay       time.Duration
+	productTimeout  time.Duration
+	clientWait      time.Duration
+	publicURL       string
 	logger          *slog.Logger
 	now             func() time.Time
 	seed            uint64
@@ -97,6 +133,26 @@ func WithEIDOrderTimeout(d time.Duration) Option {
 // WithSessionTTL sets how long a company remembers a login session.
 func WithSessionTTL(d time.Duration) Option { return func(o *options) { o.sessionTTL = d } }
 
+// WithUserDelay sets how long the simulated user takes to act at the company (entering a
+// two-factor code).
+func WithUserDelay(d time.Duration) Option { return func(o *options) { o.userDelay = d } }
+
+// WithStepDelay sets how long the company's own steps take (enrollment check, a sign-in before
+// two-factor or a form).
+func WithStepDelay(d time.Duration) Option { return func(o *options) { o.stepDelay = d } }
+
+// WithProductTimeout sets how long the partial persona's slow product keeps the caller before
+// answering 504.
+func WithProductTimeout(d time.Duration) Option { return func(o *options) { o.productTimeout = d } }
+
+// WithClientWait bounds how long the device's login-result request waits for the signature.
+func WithClientWait(d time.Duration) Option { return func(o *options) { o.clientWait = d } }
+
+// WithPublicURL is the root under which clients outside reach the sandbox (e.g. Samla's own
+// listener when the handler is mounted there): it is used for the URLs of client-side
+// instructions and for BaseURL of a sandbox built with New.
+func WithPublicURL(u string) Option { return func(o *options) { o.publicURL = u } }
+
 // WithLogger sets the logger; it never receives personal numbers or names.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
@@ -117,6 +173,7 @@ type Sandbox struct {
 	opts      options
 	companies map[string]*demoCompany
 	personas  personaTable
+	eid       *eidsim.Simulator
 	handler   http.Handler
 
 	srv       *http.Server
@@ -144,7 +201,8 @@ func New(opts ...Option) (*Sandbox, error) {
 	o := options{
 		addr: "127.0.0.1:0", latencyMin: DefaultLatencyMin, latencyMax: DefaultLatencyMax,
 		mockSignDelay: DefaultMockSignDelay, eidOrderTimeout: DefaultEIDOrderTimeout,
-		sessionTTL: DefaultSessionTTL, now: time.Now,
+		sessionTTL: DefaultSessionTTL, userDelay: DefaultUserDelay, stepDelay: DefaultStepDelay,
+		productTimeout: DefaultProductTimeout, clientWait: DefaultClientWait, now: time.Now,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -154,8 +212,10 @@ func New(opts ...Option) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox latency range %v..%v is invalid", o.latencyMin, o.latencyMax)
 	case o.failureRate < 0 || o.failureRate > 1:
 		return nil, fmt.Errorf("sandbox failure rate %v is not within 0..1", o.failureRate)
-	case o.mockSignDelay < 0 || o.eidOrderTimeout <= 0 || o.sessionTTL <= 0:
-		return nil, errors.New("sandbox delays and timeouts must be positive")
+	case o.mockSignDelay < 0 || o.userDelay < 0 || o.stepDelay < 0 || o.productTimeout < 0 || o.clientWait < 0:
+		return nil, errors.New("sandbox delays must not be negative")
+	case o.eidOrderTimeout <= 0 || o.sessionTTL <= 0:
+		return nil, errors.New("sandbox timeouts must be positive")
 	case o.now == nil:
 		return nil, errors.New("sandbox clock is nil")
 	}
@@ -165,10 +225,12 @@ func New(opts ...Option) (*Sandbox, error) {
 	if !o.seeded {
 		o.seed = rand.Uint64()
 	}
+	personas := newPersonaTable()
 	s := &Sandbox{
 		opts:        o,
 		companies:   demoCompanies(),
-		personas:    newPersonaTable(),
+		personas:    personas,
+		eid:         eidsim.New(o.eidOrderTimeout, o.sessionTTL, personas.eidUser),
 		sessions:    map[string]*loginSession{},
 		idempotency: map[string]string{},
 		rng:         rand.New(rand.NewPCG(o.seed, o.seed^0x5a4d4c41)),
@@ -218,13 +280,20 @@ func (s *Sandbox) Handler() http.Handler { return s.handler }
 // URL is the root of the running server ("" when built with New).
 func (s *Sandbox) URL() string { return s.url }
 
+// EID is the electronic-ID simulator the demo companies use.
+func (s *Sandbox) EID() *eidsim.Simulator { return s.eid }
+
 // BaseURL is where a company's API lives; "" for a company the sandbox does not run, so that
 // a misconfigured connector fails loudly instead of calling the wrong host.
 func (s *Sandbox) BaseURL(companyID string) string {
-	if _, ok := s.companies[companyID]; !ok || s.url == "" {
+	root := s.url
+	if root == "" {
+		root = strings.TrimRight(s.opts.publicURL, "/")
+	}
+	if _, ok := s.companies[companyID]; !ok || root == "" {
 		return ""
 	}
-	return s.url + "/sandbox/companies/" + companyID
+	return root + "/sandbox/companies/" + companyID
 }
 
 // CompanyIDs lists the demo companies the sandbox runs.
@@ -319,7 +388,13 @@ func (s *Sandbox) routes() http.Handler {
 	api.HandleFunc("POST /sandbox/companies/{companyId}/sessions", s.createSession)
 	api.HandleFunc("GET /sandbox/companies/{companyId}/sessions/{sessionId}", s.getSession)
 	api.HandleFunc("DELETE /sandbox/companies/{companyId}/sessions/{sessionId}", s.deleteSession)
-	api.HandleFunc("GET /sandbox/companies/{companyId}/sessions/{sessionId}/insurances", s.getInsurances)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/sessions/{sessionId}/inputs", s.submitInputs)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/sessions/{sessionId}/two-factor-method", s.selectTwoFactorMethod)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/sessions/{sessionId}/client-responses", s.submitClientResponses)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/sessions/{sessionId}/document", s.uploadDocument)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/sessions/{sessionId}/{product}", s.getProduct)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/client/{sessionId}/eid-order", s.deviceStartOrder)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/client/{sessionId}/login-result", s.deviceLoginResult)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "No such resource.")
 	})
@@ -328,6 +403,7 @@ func (s *Sandbox) routes() http.Handler {
 	companies := s.chaos(api)
 	root.Handle("/sandbox/companies", companies)
 	root.Handle("/sandbox/companies/", companies)
+	root.Handle("/sandbox/eid/", s.eid.Handler("/sandbox/eid", s.now))
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "No such resource.")
 	})

@@ -225,7 +225,6 @@ func TestRefusals(t *testing.T) {
 		code          string
 	}{
 		{"method the company does not support", "ee-demo-insurer", login("199001010017", mock), 422, "LOGIN_METHOD_NOT_SUPPORTED"},
-		{"method not simulated yet", "se-demo-insurer", login("199001010017", company.LoginEIDOtherDevice), 501, "LOGIN_METHOD_NOT_IMPLEMENTED"},
 		{"invalid personal number", "se-demo-insurer", login("199001010018", mock), 400, "INVALID_PERSONAL_NUMBER"},
 		{"not JSON of the API", "se-demo-insurer", map[string]string{"pnr": "1"}, 400, "INVALID_REQUEST"},
 		{"unknown company", "xx-nowhere", login("199001010017", mock), 404, "UNKNOWN_COMPANY"},
