@@ -1,6 +1,9 @@
 // Package company holds the adapters through which connector workers reach companies. Client
-// speaks the demo companies' login-and-data HTTP API (connectors/sandbox); a real company gets
-// its own adapter behind the same worker port.
+// speaks the demo companies' login-and-data HTTP API (connectors/sandbox, whose package comment
+// lists the routes); a real company gets its own adapter behind the same worker port.
+//
+// Personal data (personal numbers, names, input values, documents) travels only in request and
+// response bodies; logs and metrics carry the company, the collection id and the operation.
 package company
 
 import (
@@ -14,7 +17,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -52,8 +54,9 @@ type Client struct {
 
 var _ worker.Companies = (*Client)(nil)
 
-// maxBody bounds what is read of a company's answer; insurance lists are small.
-const maxBody = 4 << 20
+// maxBody bounds what is read of a company's answer: JSON lists are small, a career statement
+// PDF is at most the spec's 10 MiB.
+const maxBody = 11 << 20
 
 // New builds a client.
 func New(cfg Config) (*Client, error) {
@@ -85,141 +88,6 @@ func New(cfg Config) (*Client, error) {
 	return &Client{cfg: cfg, http: hc, log: log}, nil
 }
 
-// Wire format of the demo companies' API.
-type (
-	wireLoginRequest struct {
-		PersonalNumber string `json:"personalNumber,omitempty"`
-		LoginMethod    string `json:"loginMethod"`
-		Reference      string `json:"reference,omitempty"`
-	}
-	wireSession struct {
-		SessionID     string `json:"sessionId"`
-		State         string `json:"state"`
-		FailureReason string `json:"failureReason"`
-		Customer      *struct {
-			PersonalNumber string `json:"personalNumber"`
-		} `json:"customer"`
-		AccessToken string `json:"accessToken"`
-	}
-	wireError struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	wireInsurances struct {
-		Insurances []wireInsurance `json:"insurances"`
-	}
-	wireInsurance struct {
-		ID           string  `json:"id"`
-		Product      string  `json:"product"`
-		Name         *string `json:"name"`
-		PolicyNumber *string `json:"policyNumber"`
-		Premium      *struct {
-			Amount    *float64 `json:"amount"`
-			Currency  string   `json:"currency"`
-			Frequency *string  `json:"frequency"`
-		} `json:"premium"`
-		RenewalDate  *string `json:"renewalDate"`
-		StartDate    *string `json:"startDate"`
-		PolicyHolder *struct {
-			Name string `json:"name"`
-		} `json:"policyHolder"`
-	}
-)
-
-// StartLogin opens a login session. The Idempotency-Key makes a retried POST (whose first
-// answer was lost) return the session the first one opened instead of a second EID order.
-func (c *Client) StartLogin(ctx context.Context, companyID string, req worker.LoginRequest) (worker.CompanySession, error) {
-	body, err := json.Marshal(wireLoginRequest{PersonalNumber: req.PersonalNumber, LoginMethod: req.LoginMethod, Reference: req.Reference})
-	if err != nil {
-		return worker.CompanySession{}, fmt.Errorf("encode login request: %w", err)
-	}
-	h := http.Header{}
-	if req.IdempotencyKey != "" {
-		h.Set("Idempotency-Key", req.IdempotencyKey)
-	}
-	resp, err := c.send(ctx, companyID, req.Reference, "start_login", http.MethodPost, "/sessions", body, h)
-	if err != nil {
-		return worker.CompanySession{}, err
-	}
-	switch {
-	case resp.status == http.StatusOK || resp.status == http.StatusCreated:
-		return c.session(companyID, req.Reference, resp)
-	case resp.status == http.StatusUnprocessableEntity && resp.code() == "LOGIN_METHOD_NOT_SUPPORTED":
-		return worker.CompanySession{}, fmt.Errorf("start login at %s with %s: %w", companyID, req.LoginMethod, worker.ErrLoginMethodNotSupported)
-	default:
-		return worker.CompanySession{}, resp.failure(companyID, "start login")
-	}
-}
-
-// PollLogin reads a session's state.
-func (c *Client) PollLogin(ctx context.Context, companyID string, s worker.CompanySession) (worker.CompanySession, error) {
-	resp, err := c.send(ctx, companyID, s.Reference, "poll_login", http.MethodGet, "/sessions/"+url.PathEscape(s.ID), nil, nil)
-	if err != nil {
-		return worker.CompanySession{}, err
-	}
-	if resp.status != http.StatusOK {
-		return worker.CompanySession{}, resp.failure(companyID, "poll login")
-	}
-	return c.session(companyID, s.Reference, resp)
-}
-
-// Insurances reads an authenticated session's insurances.
-func (c *Client) Insurances(ctx context.Context, companyID string, s worker.CompanySession) (worker.InsuranceData, error) {
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+s.AccessToken)
-	resp, err := c.send(ctx, companyID, s.Reference, "insurances", http.MethodGet, "/sessions/"+url.PathEscape(s.ID)+"/insurances", nil, h)
-	if err != nil {
-		return worker.InsuranceData{}, err
-	}
-	if resp.status != http.StatusOK {
-		return worker.InsuranceData{}, resp.failure(companyID, "read insurances")
-	}
-	var w wireInsurances
-	if err := json.Unmarshal(resp.body, &w); err != nil {
-		return worker.InsuranceData{}, fmt.Errorf("insurances of %s are not JSON: %v: %w", companyID, err, worker.ErrCompanyFailed)
-	}
-	return mapInsurances(companyID, w.Insurances)
-}
-
-// EndSession logs out. A session the company already forgot is fine.
-func (c *Client) EndSession(ctx context.Context, companyID string, s worker.CompanySession) error {
-	resp, err := c.send(ctx, companyID, s.Reference, "end_session", http.MethodDelete, "/sessions/"+url.PathEscape(s.ID), nil, nil)
-	if err != nil {
-		return err
-	}
-	if resp.status/100 != 2 && resp.status != http.StatusNotFound {
-		return resp.failure(companyID, "end session")
-	}
-	return nil
-}
-
-func (c *Client) session(companyID, reference string, resp response) (worker.CompanySession, error) {
-	var w wireSession
-	if err := json.Unmarshal(resp.body, &w); err != nil || w.SessionID == "" {
-		return worker.CompanySession{}, fmt.Errorf("login session of %s is unreadable: %w", companyID, worker.ErrCompanyFailed)
-	}
-	s := worker.CompanySession{ID: w.SessionID, Reference: reference}
-	switch w.State {
-	case "AWAITING_SIGNATURE":
-		s.State = worker.LoginAwaitingUser
-	case "AUTHENTICATED":
-		if w.AccessToken == "" {
-			return worker.CompanySession{}, fmt.Errorf("authenticated session of %s has no access token: %w", companyID, worker.ErrCompanyFailed)
-		}
-		s.State, s.AccessToken = worker.LoginAuthenticated, w.AccessToken
-		if w.Customer != nil {
-			s.AuthenticatedPersonalNumber = w.Customer.PersonalNumber
-		}
-	case "FAILED":
-		s.State, s.Outcome = worker.LoginFailed, outcomeOf(w.FailureReason)
-	default:
-		// States this adapter does not know yet are steps before the user is involved: keep
-		// polling rather than failing a collection on a harmless API addition.
-		s.State = worker.LoginPending
-	}
-	return s, nil
-}
-
 type response struct {
 	status int
 	body   []byte
@@ -241,7 +109,9 @@ func (r response) failure(companyID, op string) error {
 }
 
 // send performs one logical request with retries on transport errors and on answers that say
-// "try again" (408, 429, 5xx except 501). Any other answer is returned for the caller to read.
+// "try again" (408, 429, 5xx except 501 and the final 5xx answers of finalServerError). Any
+// other answer is returned for the caller to read. A JSON body is sent as application/json
+// unless h sets another Content-Type.
 func (c *Client) send(ctx context.Context, companyID, reference, op, method, path string, body []byte, h http.Header) (response, error) {
 	base := c.cfg.BaseURL(companyID)
 	if base == "" {
@@ -250,7 +120,7 @@ func (c *Client) send(ctx context.Context, companyID, reference, op, method, pat
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		resp, retryAfter, err := c.attempt(ctx, companyID, method, base+path, body, h)
-		if err == nil && !retryable(resp.status) {
+		if err == nil && (!retryable(resp.status) || finalServerError(resp)) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -291,9 +161,11 @@ func (c *Client) attempt(ctx context.Context, companyID, method, u string, body 
 	for k, v := range h {
 		req.Header[k] = v
 	}
-	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("User-Agent", "samla-connector/1")
-	if body != nil {
+	if body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	start := time.Now()
@@ -330,6 +202,18 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 		d = min(retryAfter, c.cfg.BackoffMax)
 	}
 	return d
+}
+
+// finalServerError are 5xx answers that say trying again will not help: planned maintenance
+// and a product whose backend already gave up.
+func finalServerError(r response) bool {
+	switch r.status {
+	case http.StatusServiceUnavailable:
+		return r.code() == "MAINTENANCE"
+	case http.StatusGatewayTimeout:
+		return r.code() == "UPSTREAM_TIMEOUT"
+	}
+	return false
 }
 
 func retryable(status int) bool {

@@ -7,20 +7,36 @@ import (
 	"github.com/samla/samla/domain/collection"
 )
 
-// failureOutcomes maps the demo companies' login failure reasons to the final collection
-// status Samla reports. A reason missing here ends the collection FAILED, the spec's catch-all
-// for a failure without a more precise status.
+// failureOutcomes is the one table from the demo companies' login failure reasons to the final
+// collection status Samla reports (what an API version does not know, e.g.
+// AUTHENTICATION_ERROR on 2025-01-01, is the status presenter's business). A reason missing
+// here ends the collection FAILED, the spec's catch-all for a failure without a more precise
+// status.
 var failureOutcomes = map[string]collection.Status{
-	"INVALID_CREDENTIALS":      collection.StatusIncorrectCredentials,
-	"USER_CANCELLED":           collection.StatusAuthenticationCancelled,
-	"ORDER_EXPIRED":            collection.StatusAuthenticationTimeout,
-	"ALREADY_IN_PROGRESS":      collection.StatusAuthenticationConflict,
-	"ACCOUNT_LOCKED":           collection.StatusAccountTemporarilyLocked,
-	"KYC_REQUIRED":             collection.StatusKYCForm,
-	"NOT_A_CUSTOMER":           collection.StatusCustomerEnrollmentRequired,
-	"CONTACT_DETAILS_REQUIRED": collection.StatusContactForm,
-	"SIGN_IN_REJECTED":         collection.StatusAuthenticationError,
-	"TEMPORARY_ERROR":          collection.StatusFailed,
+	"INVALID_CREDENTIALS":       collection.StatusIncorrectCredentials,
+	"USER_CANCELLED":            collection.StatusAuthenticationCancelled,
+	"ORDER_EXPIRED":             collection.StatusAuthenticationTimeout,
+	"ALREADY_IN_PROGRESS":       collection.StatusAuthenticationConflict,
+	"EID_START_FAILED":          collection.StatusAuthenticationError,
+	"ACCOUNT_LOCKED":            collection.StatusAccountTemporarilyLocked,
+	"KYC_REQUIRED":              collection.StatusKYCForm,
+	"NOT_A_CUSTOMER":            collection.StatusCustomerEnrollmentRequired,
+	"CONTACT_DETAILS_REQUIRED":  collection.StatusContactForm,
+	"SIGN_IN_REJECTED":          collection.StatusAuthenticationError,
+	"CLIENT_RESPONSE_INVALID":   collection.StatusAuthenticationError,
+	"INCORRECT_TWO_FACTOR_CODE": collection.StatusIncorrectTwoFactorCode,
+	"PDF_PARSE_FAILED":          collection.StatusFailedPDFParse,
+	"PDF_UNSUPPORTED":           collection.StatusFailedPDFUserInput,
+	"TEMPORARY_ERROR":           collection.StatusFailed,
+}
+
+// FailureOutcomes returns a copy of the failure table, for documentation and tests.
+func FailureOutcomes() map[string]collection.Status {
+	out := make(map[string]collection.Status, len(failureOutcomes))
+	for k, v := range failureOutcomes {
+		out[k] = v
+	}
+	return out
 }
 
 func outcomeOf(reason string) collection.Status {
@@ -33,10 +49,13 @@ func outcomeOf(reason string) collection.Status {
 // insuranceTypes maps the companies' product codes to Samla's insurance types.
 var insuranceTypes = map[string]string{
 	"home":     "HOME",
+	"house":    "HOUSE",
 	"motor":    "CAR",
 	"accident": "ACCIDENT",
 	"pet":      "PET",
 	"life":     "LIFE",
+	"health":   "HEALTH",
+	"travel":   "TRAVEL",
 }
 
 var premiumFrequencies = map[string]string{

@@ -3,6 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
@@ -41,15 +44,39 @@ func (f ActiveCollectionsFunc) ListNonFinal(ctx context.Context, limit int) ([]s
 
 // Companies is the port to the companies' login and data APIs. One adapter serves every
 // company it knows how to reach; it translates the company's vocabulary into this one and
-// retries what is worth retrying, so an error here means the company could not be used.
+// retries what is worth retrying, so an error here means the company could not be used
+// (ErrCompanyFailed) unless it is one of the more precise errors below.
+//
+// A login runs StartLogin, then PollLogin until the session is LoginAuthenticated or
+// LoginFailed, answering what the session asks for on the way: the EID order to show
+// (LoginAwaitingUser), instructions for the client (LoginAwaitingClient, answered with
+// SubmitClientResponses), values from the user (LoginContactFormRequired, LoginInputRequired,
+// answered with SubmitInputs). Deadlines for the user are Samla's: the company waits as long as
+// its session lives. Once authenticated, every product in CompanySession.Products is read with
+// FetchProduct (Insurances is FetchProduct(ProductInsurances) in the older shape).
 type Companies interface {
-	// StartLogin opens a login session at the company. ErrLoginMethodNotSupported means the
-	// company refuses the method; other errors are the company's failure.
+	// StartLogin opens a login session at the company; for PDF_UPLOAD it also uploads
+	// LoginRequest.Document, so the session it returns is already read (authenticated, or failed
+	// with FAILED_PDF_PARSE or FAILED_PDF_USER_INPUT). ErrLoginMethodNotSupported means the
+	// company refuses the method; ErrCompanyUnavailable that it is in maintenance.
 	StartLogin(ctx context.Context, companyID string, req LoginRequest) (CompanySession, error)
 	// PollLogin reads the session's current state.
 	PollLogin(ctx context.Context, companyID string, session CompanySession) (CompanySession, error)
-	// Insurances reads an authenticated session's insurances.
+	// SubmitInputs sends the values the session asked for (RequiredInputTypes). An
+	// *InputRejectedError (ErrInputRejected) changes nothing at the company; ErrNotAwaiting
+	// means the session does not take input now.
+	SubmitInputs(ctx context.Context, companyID string, session CompanySession, inputs []collection.Input) (CompanySession, error)
+	// SubmitClientResponses forwards the client's ResponseObject for the session's
+	// Instructions. Responses the company cannot use fail the login: the session comes back
+	// LoginFailed with Outcome AUTHENTICATION_ERROR, and no error. ErrNotAwaiting means the
+	// session takes no responses now.
+	SubmitClientResponses(ctx context.Context, companyID string, session CompanySession, responses []collection.ClientResponse) (CompanySession, error)
+	// Insurances reads an authenticated session's insurances (ProductInsurances).
 	Insurances(ctx context.Context, companyID string, session CompanySession) (InsuranceData, error)
+	// FetchProduct reads one data product of an authenticated session. ErrProductTimeout means
+	// this product could not be had in time while the others may still be read (the collection
+	// ends COMPLETED_PARTIAL); it is not ErrCompanyFailed.
+	FetchProduct(ctx context.Context, companyID string, session CompanySession, product DataProduct) (ProductData, error)
 	// EndSession logs out; best effort, the company forgets sessions by itself.
 	EndSession(ctx context.Context, companyID string, session CompanySession) error
 }
@@ -59,21 +86,50 @@ type Companies interface {
 type LoginRequest struct {
 	PersonalNumber string // 12 digits, or "" when the user identifies at the EID app
 	LoginMethod    string
-	// Reference is Samla's collection id, for the company's (and the sandbox EID simulator's)
-	// correlation.
+	// Reference is Samla's collection id (or consent id), for the company's and the EID
+	// simulator's correlation: POST /sandbox/eid/sign {"collectionId"} finds the order by it.
 	Reference string
 	// IdempotencyKey makes retries of one login attempt start one session at the company.
 	IdempotencyKey string
+	// Document is the PDF of a PDF_UPLOAD login; personal data.
+	Document *Document
+}
+
+// Document is a file exchanged with a company: an uploaded PDF or the French career statement.
+// The content is personal data.
+type Document struct {
+	FileName    string
+	ContentType string
+	Content     []byte
 }
 
 // LoginState is where a company login stands.
 type LoginState string
 
 const (
-	// LoginPending: the company is still setting the login up.
+	// LoginPending: the company is signing in by itself; nothing for the user (collection
+	// status LOGIN).
 	LoginPending LoginState = "PENDING"
-	// LoginAwaitingUser: the user must act (sign in the EID app).
+	// LoginEnrollmentCheck: the company checks that the person is a customer
+	// (CUSTOMER_ENROLLMENT_CHECK).
+	LoginEnrollmentCheck LoginState = "ENROLLMENT_CHECK"
+	// LoginAwaitingUser: the user must sign in the EID app; EIDOrder is set
+	// (WAITING_FOR_USER_ACTION with the animated QR data and the autostart token).
 	LoginAwaitingUser LoginState = "AWAITING_USER"
+	// LoginAwaitingClient: the client must run Instructions on the user's device and post the
+	// results (WAITING_FOR_USER_ACTION with INSTRUCTIONS).
+	LoginAwaitingClient LoginState = "AWAITING_CLIENT"
+	// LoginTwoFactorMethodSelection: the user must pick a two-factor method at the company
+	// (LOGIN; Samla's deadline ends it TWO_FACTOR_METHOD_SELECTION_TIMEOUT).
+	LoginTwoFactorMethodSelection LoginState = "TWO_FACTOR_METHOD_SELECTION"
+	// LoginTwoFactorPending: the user must enter a code at the company (TWO_FACTOR_PENDING).
+	LoginTwoFactorPending LoginState = "TWO_FACTOR_PENDING"
+	// LoginContactFormRequired: the company asks for contact details, RequiredInputTypes
+	// (CONTACT_FORM_PENDING; Samla's deadline ends it CONTACT_FORM).
+	LoginContactFormRequired LoginState = "CONTACT_FORM_REQUIRED"
+	// LoginInputRequired: the company asks for more input, RequiredInputTypes
+	// (COLLECTION_INPUT_PENDING; Samla's deadline ends it COLLECTION_INPUT_TIMEOUT).
+	LoginInputRequired LoginState = "INPUT_REQUIRED"
 	// LoginAuthenticated: data can be read.
 	LoginAuthenticated LoginState = "AUTHENTICATED"
 	// LoginFailed: the login ended without authentication; Outcome says how.
@@ -89,14 +145,70 @@ type CompanySession struct {
 	State     LoginState
 	// Outcome is the final collection status a failed login ends the collection in.
 	Outcome collection.Status
+	// FailureReason is the company's own reason of a failed login, for logs.
+	FailureReason string
 	// AuthenticatedPersonalNumber is who the company says signed in, when it says; compared
-	// with the collection's personal number (AUTHENTICATION_MISMATCH). Personal data.
+	// with the collection's personal number (AUTHENTICATION_MISMATCH, the spec's rule (b)).
+	// Personal data.
 	AuthenticatedPersonalNumber string
+	// EIDOrder is the electronic-ID order of an EID login, while it runs and after.
+	EIDOrder *EIDOrder
+	// EIDCompletion is who signed the EID order, as the EID provider says (the spec's rule
+	// (a)); nil until signed or when the flow does not show it. Personal data.
+	EIDCompletion *EIDIdentity
+	// Instructions are the requests the client runs on the user's device (LoginAwaitingClient).
+	Instructions []collection.Instruction
+	// RequiredInputTypes are what LoginContactFormRequired or LoginInputRequired ask for.
+	RequiredInputTypes []string
+	// TwoFactorMethods are what the user may choose from; TwoFactorMethod the one in use.
+	TwoFactorMethods []string
+	TwoFactorMethod  string
+	// Message is the company's text for the user, when it has one.
+	Message string
+	// Products are the data products an authenticated session can read, in reading order.
+	Products []DataProduct
 	// ExtraInformation is shown to the client while the user must act (e.g. QR data).
 	ExtraInformation map[string]any
 	// AccessToken authorizes data requests; a secret, never logged or stored in events.
 	AccessToken string
 }
+
+// EIDOrder is an electronic-ID order. QRStartSecret is a secret: it goes to the event's
+// personal part only, and the QR data is computed from it at every poll
+// (eid.QRData(QRStartToken, QRStartSecret, StartedAt, now)).
+type EIDOrder struct {
+	OrderRef       string
+	AutoStartToken string
+	QRStartToken   string
+	QRStartSecret  string
+	StartedAt      time.Time
+	ExpiresAt      time.Time
+	// Status and HintCode are the provider's (eid.StatusPending …, eid.HintUserSign …).
+	Status   string
+	HintCode string
+}
+
+// EIDIdentity is a person as the EID provider identified them. Personal data.
+type EIDIdentity struct {
+	PersonalNumber string
+	Name           string
+}
+
+// DataProduct is one kind of data a company serves.
+type DataProduct string
+
+const (
+	ProductInsurances          DataProduct = "insurances"
+	ProductGroupInsurances     DataProduct = "group-insurances"
+	ProductPensions            DataProduct = "pensions"
+	ProductInvestments         DataProduct = "investments"
+	ProductAccounts            DataProduct = "accounts" // PSD2 checking and savings accounts
+	ProductCards               DataProduct = "cards"    // PSD2 credit cards
+	ProductLoans               DataProduct = "loans"
+	ProductSavings             DataProduct = "savings"
+	ProductPersonalInformation DataProduct = "personal-information"
+	ProductCareerStatement     DataProduct = "career-statement" // the French career statement PDF
+)
 
 // InsuranceData is what an insurance company returned. HolderNames (by insurance id) are
 // personal data and go to the event's personal field.
@@ -105,9 +217,64 @@ type InsuranceData struct {
 	HolderNames map[string]string
 }
 
+// ProductData is what one data product returned; only the fields of that product are set.
+// Names, personal information and documents are personal data.
+type ProductData struct {
+	Product             DataProduct
+	Insurances          []collection.Insurance
+	HolderNames         map[string]string
+	Pensions            []collection.CompanyPension
+	Investments         []collection.Investment
+	Loans               []collection.Loan
+	Savings             []collection.Saving
+	CheckingAccounts    []collection.PSD2Account
+	SavingsAccounts     []collection.PSD2Account
+	CreditCards         []collection.PSD2CreditCard
+	PersonalInformation *collection.PersonalInformation
+	CareerStatement     *Document
+}
+
+// Records counts the financial records (personal information not included), so that a
+// collection that found none ends COMPLETED_EMPTY.
+func (d ProductData) Records() int {
+	n := len(d.Insurances) + len(d.Pensions) + len(d.Investments) + len(d.Loans) + len(d.Savings) +
+		len(d.CheckingAccounts) + len(d.SavingsAccounts) + len(d.CreditCards)
+	if d.CareerStatement != nil {
+		n++
+	}
+	return n
+}
+
+// FieldError is one rejected input value.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+// InputRejectedError is the company refusing SubmitInputs; it is ErrInputRejected.
+type InputRejectedError struct{ Fields []FieldError }
+
+func (e *InputRejectedError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "company rejected the input: " + strings.Join(parts, "; ")
+}
+
+func (e *InputRejectedError) Unwrap() error { return ErrInputRejected }
+
 var (
 	// ErrLoginMethodNotSupported: the company refuses the collection's login method.
 	ErrLoginMethodNotSupported = errors.New("login method not supported by the company")
 	// ErrCompanyFailed: the company failed or answered something unusable, after retries.
 	ErrCompanyFailed = errors.New("company failed")
+	// ErrCompanyUnavailable: the company is in maintenance; it is also ErrCompanyFailed.
+	ErrCompanyUnavailable = fmt.Errorf("company unavailable: %w", ErrCompanyFailed)
+	// ErrProductTimeout: one data product did not answer in time; the others may still be read.
+	ErrProductTimeout = errors.New("company data product timed out")
+	// ErrInputRejected: the company refused input values; nothing changed.
+	ErrInputRejected = errors.New("input rejected by the company")
+	// ErrNotAwaiting: the session does not take that input or those responses now.
+	ErrNotAwaiting = errors.New("company session is not awaiting that")
 )
