@@ -243,8 +243,9 @@ func (s *Sandbox) startOrder(ls *loginSession, at time.Time, actAfter time.Durat
 		// any, does not matter: an order for the person is running either way.
 		_, _ = s.eid.Auth(eidsim.AuthRequest{PersonalNumber: ls.personalNumber, Reference: "elsewhere/" + ls.id}, at)
 	}
+	// The conflict persona's orders are never mock orders: its whole point is the conflict.
 	o, err := s.eid.Auth(eidsim.AuthRequest{PersonalNumber: ls.personalNumber, Reference: ls.reference,
-		ActAfter: actAfter, Mock: mock}, at)
+		ActAfter: actAfter, Mock: mock && !ls.persona.conflicting}, at)
 	if errors.Is(err, eidsim.ErrAlreadyInProgress) {
 		ls.fail(reasonAlreadyInProgress, at)
 		return err

@@ -58,9 +58,10 @@ type AuthRequest struct {
 	// ActAfter makes the simulated user act by themselves that long after the order started;
 	// 0 waits for SignByReference or CancelByReference.
 	ActAfter time.Duration
-	// Mock marks an order of the MOCK login method: it runs on a simulated device of its own and
-	// so never conflicts with other orders for the same person (load tests run many at once).
-	// Every other order conflicts with a pending order for the same person.
+	// Mock marks an order of the MOCK login method: it runs on a simulated device of its own, so
+	// it neither blocks nor is blocked by other orders for the same person (load and end-to-end
+	// tests run many at once for one persona). Every other order conflicts with a pending
+	// non-mock order for the same person, as the real provider's orders do.
 	Mock bool
 }
 
@@ -148,8 +149,8 @@ func (s *Simulator) OrderTimeout() time.Duration { return s.timeout }
 
 // Auth starts an order. A pending order for the same person aborts both, as the real provider
 // does: the old one fails with hint cancelled and the new one is refused (ErrAlreadyInProgress),
-// unless both are MOCK orders or the old one has the same reference (the relying party starting
-// over, which withdraws its own earlier order first).
+// unless either is a MOCK order or the old one has the same reference (the relying party
+// starting over, which withdraws its own earlier order first).
 func (s *Simulator) Auth(req AuthRequest, now time.Time) (Order, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -163,7 +164,7 @@ func (s *Simulator) Auth(req AuthRequest, now time.Time) (Order, error) {
 			switch {
 			case req.Reference != "" && o.req.Reference == req.Reference:
 				o.finish(eid.StatusFailed, eid.HintCancelled, now)
-			case req.Mock && o.req.Mock:
+			case req.Mock || o.req.Mock:
 			default:
 				o.finish(eid.StatusFailed, eid.HintCancelled, now)
 				conflict = true

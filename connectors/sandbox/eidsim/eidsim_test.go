@@ -177,13 +177,16 @@ func TestConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	t.Run("a MOCK order conflicts with a real one", func(t *testing.T) {
+	t.Run("MOCK orders neither block nor are blocked", func(t *testing.T) {
 		s := newSim()
-		first, _ := s.Auth(eidsim.AuthRequest{PersonalNumber: "199001010116", Reference: "elsewhere"}, t0)
-		if _, err := s.Auth(eidsim.AuthRequest{PersonalNumber: "199001010116", Reference: "col-1", Mock: true, ActAfter: time.Second}, t0); !errors.Is(err, eidsim.ErrAlreadyInProgress) {
-			t.Fatalf("%v", err)
+		real, _ := s.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212", Reference: "elsewhere"}, t0)
+		if _, err := s.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212", Reference: "col-1", Mock: true, ActAfter: time.Second}, t0); err != nil {
+			t.Fatal(err)
 		}
-		if r := collect(t, s, first.OrderRef, t0); r.HintCode != eid.HintCancelled {
+		if _, err := s.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212", Reference: "col-2"}, t0); !errors.Is(err, eidsim.ErrAlreadyInProgress) {
+			t.Fatalf("two real orders: %v", err)
+		}
+		if r := collect(t, s, real.OrderRef, t0); r.HintCode != eid.HintCancelled {
 			t.Fatalf("%+v", r)
 		}
 	})
