@@ -18,6 +18,7 @@ import (
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/internal/eventlog"
 	"github.com/samla/samla/projections/readdb/readdbtest"
@@ -138,11 +139,12 @@ type world struct {
 	revoked    []string
 	historyLen map[string]int // stream → events
 	tenantOf   map[string]string
+	data       map[string]collectiondata.Row // collection → its data row, for every collection
 }
 
 func buildWorld(log *eventlog.Log, n int) world {
 	w := world{statuses: map[string]collectionstatus.Row{}, keys: map[string]string{},
-		historyLen: map[string]int{}, tenantOf: map[string]string{}}
+		historyLen: map[string]int{}, tenantOf: map[string]string{}, data: map[string]collectiondata.Row{}}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	for _, tenant := range []string{"acme", "other"} {
 		s := client.StreamName(tenant)
@@ -178,12 +180,30 @@ func buildWorld(log *eventlog.Log, n int) world {
 			row.Status, row.ExtraInformation, row.UpdatedAt, row.Revision = "LOGIN", map[string]any{"MESSAGE": id}, at.Add(2*time.Millisecond), 2
 			events = 3
 		}
+		data := collectiondata.Row{CollectionID: id, Tenant: tenant, Company: "se-demo-insurer", Product: "INSURANCE",
+			Status: row.Status, UpdatedAt: row.UpdatedAt, Revision: row.Revision}
+		if row.Status == "RUNNING" {
+			// The data read model skips the claim: its row reflects the started event.
+			data.UpdatedAt, data.Revision = at, 0
+		}
+		if final == collection.StatusCompleted {
+			// Completed collections collected something, which only the data read model shows.
+			ins := collection.Insurance{ID: "ins-" + id, InsuranceType: "HOME"}
+			log.Append(tenant, stream, at.Add(2500*time.Microsecond), collection.InsurancesCollected{
+				Insurances: []collection.Insurance{ins}, CollectedAt: at.Add(2500 * time.Microsecond),
+				Personal: &collection.InsurancesPersons{HolderNames: map[string]string{ins.ID: "Tolvan " + id}}})
+			data.Content.Insurances = []collection.Insurance{ins}
+			data.Personal.HolderNames = map[string]string{ins.ID: "Tolvan " + id}
+			events++
+		}
 		if final != "" && final != collection.StatusLogin {
 			log.Append(tenant, stream, at.Add(3*time.Millisecond), collection.StatusChanged{From: collection.StatusLogin,
 				To: final, ChangedAt: at.Add(3 * time.Millisecond)})
-			row.Status, row.ExtraInformation, row.UpdatedAt, row.Revision = string(final), nil, at.Add(3*time.Millisecond), 3
-			events = 4
+			row.Status, row.ExtraInformation, row.UpdatedAt, row.Revision = string(final), nil, at.Add(3*time.Millisecond), uint64(events)
+			data.Status, data.UpdatedAt, data.Revision = string(final), row.UpdatedAt, row.Revision
+			events++
 		}
+		w.data[id] = data
 		w.statuses[id] = row
 		w.historyLen[stream] = events
 		w.tenantOf[stream] = tenant
@@ -241,6 +261,20 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 			t.Fatalf("history of %s has %d events, want %d", stream, len(rows), n)
 		}
 	}
+	checked = 0
+	for id, want := range w.data {
+		// A sample again: one FINAL query per collection.
+		if checked++; checked%7 != 0 && id != "c-00000" {
+			continue
+		}
+		got, err := m.Data.Get(ctx, want.Tenant, id)
+		if err != nil {
+			t.Fatalf("data of %s: %v", id, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("data of %s\n got %#v\nwant %#v", id, got, want)
+		}
+	}
 	for plain, tenant := range w.keys {
 		if got, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); err != nil || got != tenant {
 			t.Fatalf("Lookup(%s) = %q, %v; want %s", plain, got, err, tenant)
@@ -264,7 +298,8 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	for _, p := range m.Projectors() {
 		names[p.Name()] = true
 	}
-	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history": true, "api-keys": true}) {
+	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history": true, "api-keys": true,
+		"collection-data": true}) {
 		t.Fatalf("projector names = %v", names)
 	}
 
@@ -291,6 +326,11 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	if err := m.Status.Upsert(testCtx(t), []collectionstatus.Row{junk}); err != nil {
 		t.Fatal(err)
 	}
+	junkData := collectiondata.Row{CollectionID: "c-junk", Tenant: "acme", Status: "COMPLETED", Revision: 99}
+	junkDoc := collectiondata.Document{CollectionID: "c-junk", DocumentID: "d-junk", Tenant: "acme", Revision: 99}
+	if err := m.Data.Upsert(testCtx(t), []collectiondata.Row{junkData}, []collectiondata.Document{junkDoc}); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		n, err := projections.Rebuild(testCtx(t), log, m)
 		if err != nil {
@@ -302,6 +342,12 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 		verify(t, m, w)
 		if _, err := m.Status.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, collectionstatus.ErrNotFound) {
 			t.Fatalf("junk row survived the rebuild: %v", err)
+		}
+		if _, err := m.Data.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, collectiondata.ErrNotFound) {
+			t.Fatalf("junk data row survived the rebuild: %v", err)
+		}
+		if _, err := m.Data.Document(testCtx(t), "acme", "c-junk", "d-junk"); !errors.Is(err, collectiondata.ErrNotFound) {
+			t.Fatalf("junk document survived the rebuild: %v", err)
 		}
 	}
 }

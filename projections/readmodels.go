@@ -12,6 +12,7 @@ import (
 
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/readdb"
@@ -23,6 +24,7 @@ type ReadModels struct {
 	Status  collectionstatus.Store
 	History eventhistory.Store
 	APIKeys apikeys.Store
+	Data    collectiondata.Store
 
 	reg     *eventschema.Registry
 	closers []func() error
@@ -33,7 +35,7 @@ type ReadModels struct {
 const SQLiteDir = "readmodels"
 
 // OpenSQLiteReadModels opens (creating and migrating as needed) the embedded read models under
-// dataDir/readmodels. Each read model has its own database file, so that the three projectors
+// dataDir/readmodels. Each read model has its own database file, so that the projectors
 // never wait for each other's write lock and each model can be deleted and rebuilt alone.
 func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
 	// Migrations are a few local CREATE … IF NOT EXISTS statements; nothing to cancel.
@@ -78,6 +80,12 @@ func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
 	if m.APIKeys, err = apikeys.NewSQLite(ctx, db); err != nil {
 		return fail(err)
 	}
+	if db, err = open("collection_data"); err != nil {
+		return fail(err)
+	}
+	if m.Data, err = collectiondata.NewSQLite(ctx, db); err != nil {
+		return fail(err)
+	}
 	return m, nil
 }
 
@@ -111,6 +119,9 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	if m.APIKeys, err = apikeys.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
+	if m.Data, err = collectiondata.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -128,6 +139,7 @@ func (m *ReadModels) Projectors() []Projector {
 		collectionstatus.NewProjector(m.reg, m.Status),
 		eventhistory.NewProjector(m.reg, m.History),
 		apikeys.NewProjector(m.reg, m.APIKeys),
+		collectiondata.NewProjector(m.reg, m.Data),
 	}
 }
 
@@ -139,7 +151,10 @@ func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.History.Reset(ctx); err != nil {
 		return err
 	}
-	return m.APIKeys.Reset(ctx)
+	if err := m.APIKeys.Reset(ctx); err != nil {
+		return err
+	}
+	return m.Data.Reset(ctx)
 }
 
 // Close releases the databases. It is safe to call more than once.

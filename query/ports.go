@@ -60,3 +60,160 @@ type HistoryReader interface {
 	// afterRevision (nil: from the start), oldest first. Another tenant's stream has no events.
 	List(ctx context.Context, tenant, stream string, afterRevision *uint64, limit int) ([]HistoryEvent, error)
 }
+
+// DataView is everything a collection collected, as the data read model holds it, in domain
+// terms: a nil pointer is a data point the company did not report (unknown), never a zero.
+// Personal data (holder and insured person names, PersonalInformation) is merged in: the data
+// endpoints return it to the client that owns the collection.
+type DataView struct {
+	CollectionID string
+	Tenant       string
+	Company      string
+	Product      string // INSURANCE or WEALTH
+	// Status is the last status the data read model has folded. Once the collection is final
+	// (by the status read model) the data is complete only when this is final too; until then
+	// the data read model has not caught up.
+	Status              string
+	Insurances          []InsuranceView
+	Pensions            []PensionView
+	Investments         []InvestmentView
+	Loans               []LoanView
+	Savings             []SavingView
+	CheckingAccounts    []PSD2AccountView
+	SavingsAccounts     []PSD2AccountView
+	CreditCards         []PSD2CreditCardView
+	PersonalInformation *PersonalInformationView // nil when the company told nothing of the person
+}
+
+// MoneyView is an amount in a currency (ISO 4217).
+type MoneyView struct {
+	Amount   float64
+	Currency string
+}
+
+// InsuranceView is one insurance.
+type InsuranceView struct {
+	ID               string
+	InsuranceType    string
+	InsuranceNumber  *string
+	DisplayName      *string
+	Premium          *float64
+	PremiumFrequency *string
+	Currency         *string
+	RenewalDate      *string
+	StartDate        *string
+	HolderName       *string // personal data
+}
+
+// PensionView is one pension. OtherInsuredPerson is the conclusion recorded with the data;
+// nil means none was possible.
+type PensionView struct {
+	ID                 string
+	Name               *string
+	PensionType        *string
+	PolicyNumber       *string
+	Value              *MoneyView
+	MonthlyPayout      *MoneyView
+	PayoutStartDate    *string
+	OtherInsuredPerson *bool
+	InsuredPersonName  *string // personal data
+}
+
+// HoldingView is one position of an investment.
+type HoldingView struct {
+	Name     string
+	ISIN     *string
+	Quantity *float64
+	Value    *MoneyView
+}
+
+// InvestmentView is an investment account or product.
+type InvestmentView struct {
+	ID             string
+	Name           *string
+	InvestmentType *string
+	AccountNumber  *string
+	Value          *MoneyView
+	Holdings       []HoldingView
+}
+
+// LoanView is a loan.
+type LoanView struct {
+	ID             string
+	Name           *string
+	LoanType       *string
+	Outstanding    *MoneyView
+	InterestRate   *float64
+	MonthlyPayment *MoneyView
+}
+
+// SavingView is a savings product that is not a PSD2 account.
+type SavingView struct {
+	ID           string
+	Name         *string
+	Balance      *MoneyView
+	InterestRate *float64
+}
+
+// PSD2AccountView is a checking or savings account read over PSD2.
+type PSD2AccountView struct {
+	ID               string
+	Name             *string
+	IBAN             *string
+	BBAN             *string
+	Currency         *string
+	Balance          *MoneyView
+	AvailableBalance *MoneyView
+}
+
+// PSD2CreditCardView is a credit card read over PSD2.
+type PSD2CreditCardView struct {
+	ID          string
+	Name        *string
+	MaskedPAN   *string
+	Currency    *string
+	Balance     *MoneyView
+	CreditLimit *MoneyView
+}
+
+// PersonalInformationView is what the company knows of the person; every field may be nil.
+type PersonalInformationView struct {
+	PersonalNumber *string
+	Name           *string
+	FirstName      *string
+	LastName       *string
+	Address        *AddressView
+	Email          *string
+	PhoneNumber    *string
+}
+
+// AddressView is a postal address.
+type AddressView struct {
+	Street     *string
+	PostalCode *string
+	City       *string
+	Country    *string
+}
+
+// DocumentView is a document a company returned with a collection, with its content.
+type DocumentView struct {
+	DocumentID  string
+	Kind        string // e.g. FRENCH_CAREER_STATEMENT
+	ContentType string
+	FileName    string // "" when the company gave none
+	Size        int64
+	SHA256      string // hex
+	At          time.Time
+	Content     []byte
+}
+
+// DataReader reads the collection-data projection.
+type DataReader interface {
+	// GetData returns the tenant's collection's data, or an error wrapping ErrNotFound when the
+	// read model holds no such collection for the tenant.
+	GetData(ctx context.Context, tenant, collectionID string) (DataView, error)
+	// GetDocument returns the newest document of a kind that a company returned for the
+	// tenant's collection, or an error wrapping ErrNotFound when there is none (or its content
+	// is no longer held).
+	GetDocument(ctx context.Context, tenant, collectionID, kind string) (DocumentView, error)
+}

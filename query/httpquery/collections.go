@@ -38,6 +38,8 @@ type Deps struct {
 	Status    query.StatusReader
 	History   query.HistoryReader
 	Companies Companies
+	// Data serves the data endpoints (data.go); they are mounted only when it is set.
+	Data query.DataReader
 }
 
 // RegisterRoutes mounts the query routes. r must carry httpapi's middleware (NewEngine's engine,
@@ -49,6 +51,9 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	h := &handlers{deps: d}
 	r.GET("/collections/:collectionId/status", h.status)
 	r.GET("/collections/:collectionId/events", h.events)
+	if d.Data != nil {
+		h.registerData(r)
+	}
 }
 
 type handlers struct{ deps Deps }

@@ -1,0 +1,395 @@
+package collectiondata
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// clickhouseSchema is the read model's ClickHouse DDL, kept to what both 18.16 (CI) and current
+// servers accept: plain String and UInt64 columns (no JSON, Map, Bool, DateTime64 or
+// LowCardinality), times as Unix milliseconds, JSON in String columns. data_json is the
+// collected Content without personal data; personal_json and personal_content hold the personal
+// data and nothing else ("" when there is none), so that an erasure rewrites exactly those
+// columns.
+//
+// ClickHouse has no upsert: every write appends a row version and ReplacingMergeTree(revision)
+// keeps the highest revision per key when parts merge. Merges happen whenever the server
+// likes, so every read collapses versions itself with FINAL. The server takes one statement
+// per query, hence one entry per table.
+var clickhouseSchema = []string{`
+CREATE TABLE IF NOT EXISTS collection_data (
+	collection_id String,
+	tenant        String,
+	company       String,
+	product       String,
+	status        String,
+	data_json     String,
+	personal_json String,
+	updated_at_ms UInt64,
+	revision      UInt64
+) ENGINE = ReplacingMergeTree(revision)
+ORDER BY collection_id`, `
+CREATE TABLE IF NOT EXISTS collection_documents (
+	collection_id    String,
+	document_id      String,
+	tenant           String,
+	kind             String,
+	content_type     String,
+	file_name        String,
+	size             UInt64,
+	sha256           String,
+	at_ms            UInt64,
+	personal_content String,
+	revision         UInt64
+) ENGINE = ReplacingMergeTree(revision)
+ORDER BY (collection_id, document_id)`,
+}
+
+const clickhouseColumns = `collection_id, tenant, company, product, status, data_json, personal_json,
+	updated_at_ms, revision`
+
+const clickhouseDocMeta = `collection_id, document_id, tenant, kind, content_type, file_name, size,
+	sha256, at_ms, revision`
+
+// clickhouseMaxIn bounds the ids of one IN list so that the bound query stays small.
+const clickhouseMaxIn = 1000
+
+// ClickHouseStore is the Store on a ClickHouse database.
+type ClickHouseStore struct {
+	conn driver.Conn
+}
+
+var _ Store = (*ClickHouseStore)(nil)
+
+// NewClickHouse creates the read model's tables when missing and returns the store. The caller
+// keeps ownership of conn.
+func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
+	for _, ddl := range clickhouseSchema {
+		if err := conn.Exec(ctx, ddl); err != nil {
+			return nil, fmt.Errorf("migrate clickhouse collection_data: %w", err)
+		}
+	}
+	return &ClickHouseStore{conn: conn}, nil
+}
+
+// GetMany implements Store. Filtering on collection_id before FINAL is safe: it is the sorting
+// key, so every version of a row passes or fails the filter together.
+func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	out := make(map[string]Row, len(ids))
+	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+		err := s.query(ctx, func(r Row) { out[r.CollectionID] = r },
+			`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN ?`, inSet(chunk))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Upsert implements Store.
+//
+// ReplacingMergeTree keeps the highest revision, but among equal revisions it keeps whichever
+// version it happens to merge last, and an older revision inserted late would still be seen
+// until a merge. So the "ignore older or equal" rule is applied before inserting: the batch is
+// reduced to one version per key and compared with the stored revisions. A projection is a
+// single consumer per partition and a collection's stream lives in one partition, so no other
+// writer can slip a revision in between the read and the insert, except during a consumer-group
+// rebalance, where both writers fold the same events into identical rows.
+//
+// There is no transaction across the two tables: documents are inserted first, so a failure
+// before the rows leaves the rows' revisions behind and the redelivered events are folded (and
+// their documents written) again.
+func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row, docs []Document) error {
+	if err := s.upsertDocs(ctx, latestPerDocument(docs)); err != nil {
+		return err
+	}
+	return s.upsertRows(ctx, latestPerCollection(rows))
+}
+
+func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.CollectionID
+	}
+	stored, err := s.rowRevisions(ctx, ids)
+	if err != nil {
+		return err
+	}
+	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO collection_data (`+clickhouseColumns+`)`)
+	if err != nil {
+		return fmt.Errorf("upsert collection data: prepare batch: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	n := 0
+	for _, r := range rows {
+		if rev, ok := stored[r.CollectionID]; ok && r.Revision <= rev {
+			continue
+		}
+		content, err := encodeContent(r.Content)
+		if err != nil {
+			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
+		}
+		personal, err := encodePersonal(r.Personal)
+		if err != nil {
+			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
+		}
+		if err := batch.Append(r.CollectionID, r.Tenant, r.Company, r.Product, r.Status, content,
+			personal, readdb.UMillis(r.UpdatedAt), r.Revision); err != nil {
+			return fmt.Errorf("upsert collection data %s@%d: %w", r.CollectionID, r.Revision, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("upsert %d collection data rows: %w", n, err)
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(docs))
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if !seen[d.CollectionID] {
+			seen[d.CollectionID] = true
+			ids = append(ids, d.CollectionID)
+		}
+	}
+	stored, err := s.docRevisions(ctx, ids)
+	if err != nil {
+		return err
+	}
+	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO collection_documents (`+clickhouseDocMeta+`, personal_content)`)
+	if err != nil {
+		return fmt.Errorf("upsert collection documents: prepare batch: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	n := 0
+	for _, d := range docs {
+		if rev, ok := stored[docKey{d.CollectionID, d.DocumentID}]; ok && d.Revision <= rev {
+			continue
+		}
+		if d.Size < 0 {
+			return fmt.Errorf("upsert collection document %s/%s: negative size %d", d.CollectionID, d.DocumentID, d.Size)
+		}
+		if err := batch.Append(d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType, d.FileName,
+			uint64(d.Size), d.SHA256, readdb.UMillis(d.At), d.Revision, d.Content); err != nil {
+			return fmt.Errorf("upsert collection document %s/%s@%d: %w", d.CollectionID, d.DocumentID, d.Revision, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("upsert %d collection documents: %w", n, err)
+	}
+	return nil
+}
+
+// rowRevisions returns the highest stored revision per existing collection. max() over the raw
+// versions needs no FINAL: the highest revision is the one FINAL would keep.
+func (s *ClickHouseStore) rowRevisions(ctx context.Context, ids []string) (map[string]uint64, error) {
+	out := make(map[string]uint64, len(ids))
+	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+		rows, err := s.conn.Query(ctx, `SELECT collection_id, max(revision) FROM collection_data
+			WHERE collection_id IN ? GROUP BY collection_id`, inSet(chunk))
+		if err != nil {
+			return nil, fmt.Errorf("read collection data revisions: %w", err)
+		}
+		for rows.Next() {
+			var (
+				id  string
+				rev uint64
+			)
+			if err := rows.Scan(&id, &rev); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("scan collection data revision: %w", err)
+			}
+			out[id] = rev
+		}
+		err = rows.Err()
+		_ = rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read collection data revisions: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// docRevisions is rowRevisions for the documents of the given collections.
+func (s *ClickHouseStore) docRevisions(ctx context.Context, ids []string) (map[docKey]uint64, error) {
+	out := map[docKey]uint64{}
+	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+		rows, err := s.conn.Query(ctx, `SELECT collection_id, document_id, max(revision)
+			FROM collection_documents WHERE collection_id IN ?
+			GROUP BY collection_id, document_id`, inSet(chunk))
+		if err != nil {
+			return nil, fmt.Errorf("read collection document revisions: %w", err)
+		}
+		for rows.Next() {
+			var (
+				k   docKey
+				rev uint64
+			)
+			if err := rows.Scan(&k.collectionID, &k.documentID, &rev); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("scan collection document revision: %w", err)
+			}
+			out[k] = rev
+		}
+		err = rows.Err()
+		_ = rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read collection document revisions: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Get implements Store. tenant never changes for a collection, so, like the key, it can be
+// filtered on before FINAL collapses the versions.
+func (s *ClickHouseStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
+	var (
+		found Row
+		ok    bool
+	)
+	err := s.query(ctx, func(r Row) { found, ok = r, true },
+		`SELECT `+clickhouseColumns+` FROM collection_data FINAL
+		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	if err != nil {
+		return Row{}, err
+	}
+	if !ok {
+		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+	}
+	return found, nil
+}
+
+// Documents implements Store. The content column is not read: listing must stay cheap however
+// large the files are.
+func (s *ClickHouseStore) Documents(ctx context.Context, tenant, collectionID string) ([]Document, error) {
+	var out []Document
+	err := s.queryDocs(ctx, false, func(d Document) { out = append(out, d) },
+		`SELECT `+clickhouseDocMeta+` FROM collection_documents FINAL
+		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`, collectionID, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
+	}
+	return out, nil
+}
+
+// Document implements Store.
+func (s *ClickHouseStore) Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error) {
+	var (
+		found Document
+		ok    bool
+	)
+	err := s.queryDocs(ctx, true, func(d Document) { found, ok = d, true },
+		`SELECT `+clickhouseDocMeta+`, personal_content FROM collection_documents FINAL
+		WHERE collection_id = ? AND document_id = ? AND tenant = ?`, collectionID, documentID, tenant)
+	if err != nil {
+		return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
+	}
+	if !ok {
+		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, ErrNotFound)
+	}
+	return found, nil
+}
+
+// Reset implements Store.
+func (s *ClickHouseStore) Reset(ctx context.Context) error {
+	for _, table := range []string{"collection_documents", "collection_data"} {
+		if err := s.conn.Exec(ctx, `TRUNCATE TABLE `+table); err != nil {
+			return fmt.Errorf("reset %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) query(ctx context.Context, each func(Row), q string, args ...any) error {
+	rows, err := s.conn.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read collection data: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			r                 Row
+			content, personal string
+			updatedMs         uint64
+		)
+		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
+			&personal, &updatedMs, &r.Revision); err != nil {
+			return fmt.Errorf("scan collection data: %w", err)
+		}
+		var derr error
+		if r.Content, derr = decodeContent(content); derr != nil {
+			return fmt.Errorf("collection data %s: %w", r.CollectionID, derr)
+		}
+		if r.Personal, derr = decodePersonal(personal); derr != nil {
+			return fmt.Errorf("collection data %s: %w", r.CollectionID, derr)
+		}
+		r.UpdatedAt = readdb.FromUMillis(updatedMs)
+		each(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read collection data: %w", err)
+	}
+	return nil
+}
+
+func (s *ClickHouseStore) queryDocs(ctx context.Context, withContent bool, each func(Document), q string, args ...any) error {
+	rows, err := s.conn.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read collection documents: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			d           Document
+			size, atMs  uint64
+			content     string
+			destination = []any{&d.CollectionID, &d.DocumentID, &d.Tenant, &d.Kind, &d.ContentType,
+				&d.FileName, &size, &d.SHA256, &atMs, &d.Revision}
+		)
+		if withContent {
+			destination = append(destination, &content)
+		}
+		if err := rows.Scan(destination...); err != nil {
+			return fmt.Errorf("scan collection document: %w", err)
+		}
+		d.Size, d.At = int64(size), readdb.FromUMillis(atMs)
+		if content != "" {
+			d.Content = []byte(content)
+		}
+		each(d)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read collection documents: %w", err)
+	}
+	return nil
+}
+
+// inSet binds a list of strings as a parenthesised IN set; a plain slice would bind as an
+// array literal, which IN does not take on every server version.
+func inSet(values []string) clickhouse.GroupSet {
+	set := clickhouse.GroupSet{Value: make([]any, len(values))}
+	for i, v := range values {
+		set.Value[i] = v
+	}
+	return set
+}

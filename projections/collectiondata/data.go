@@ -1,0 +1,198 @@
+// Package collectiondata is the read model behind the data endpoints
+// (GET /collections/{id}/insurance/data, /wealth/data, /wealth/career-statement and the old
+// GET /data): one row per collection with everything it collected, and one row per document a
+// company returned. The Store port is declared here with its SQLite and ClickHouse adapters, the
+// DDL of each, the Projector that folds collection events into rows, and QueryReader, which
+// serves the query side's port; datatest is the contract suite both adapters pass.
+//
+// Unlike the audit history, this read model must hold personal data: the data endpoints return
+// it to the client that owns the collection. It is kept apart from everything else in columns
+// of its own (personal_json, and a document's personal_content), mirroring the events' own
+// "personal" field, so that an erasure can blank exactly those columns and leave the rest.
+package collectiondata
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/samla/samla/domain/collection"
+)
+
+// ErrNotFound is returned for a collection or document the read model does not hold, or one
+// that belongs to another tenant: a client must not learn that another client's data exists.
+var ErrNotFound = errors.New("collection data not found")
+
+// Row is one collection's collected data.
+type Row struct {
+	CollectionID string
+	Tenant       string // the client id that owns the collection
+	Company      string
+	Product      string // INSURANCE or WEALTH
+	// Status is the last status the projector folded. The final status change is the last
+	// event a stream gets after its data, so a row in a final status holds all of the data;
+	// one that is not final yet (while the status read model already says final) is a read
+	// model that lags behind, which readers must not present as complete.
+	Status   string
+	Content  Content  // what the company returned, without personal data
+	Personal Personal // the personal data that goes with it
+	// UpdatedAt is the time of the last event folded (the domain's own time when it has one),
+	// at ms precision, in UTC.
+	UpdatedAt time.Time
+	// Revision is the revision of the last event of the collection's stream folded into the row.
+	Revision uint64
+}
+
+// Content is the collected data without personal data, in the domain's own types, so that a
+// data point the company did not report stays nil (unknown) all the way to the presenter.
+// Lists accumulate over the collection's data events; an empty list is nil.
+type Content struct {
+	Insurances       []collection.Insurance      `json:"insurances,omitempty"`
+	Pensions         []collection.Pension        `json:"pensions,omitempty"`
+	Investments      []collection.Investment     `json:"investments,omitempty"`
+	Loans            []collection.Loan           `json:"loans,omitempty"`
+	Savings          []collection.Saving         `json:"savings,omitempty"`
+	CheckingAccounts []collection.PSD2Account    `json:"psd2CheckingAccounts,omitempty"`
+	SavingsAccounts  []collection.PSD2Account    `json:"psd2SavingsAccounts,omitempty"`
+	CreditCards      []collection.PSD2CreditCard `json:"psd2CreditCards,omitempty"`
+}
+
+// Personal is the personal part of the collected data, stored apart from Content so that an
+// erasure can blank it alone. Empty maps are nil.
+type Personal struct {
+	// HolderNames maps an insurance id to its holder's name.
+	HolderNames map[string]string `json:"holderNames,omitempty"`
+	// InsuredPersonNames maps a pension id to its insured person's name.
+	InsuredPersonNames map[string]string `json:"insuredPersonNames,omitempty"`
+	// PersonalInformation is what the company knows of the person; nil when it told nothing.
+	PersonalInformation *collection.PersonalInformation `json:"personalInformation,omitempty"`
+}
+
+// IsZero reports whether p holds no personal data at all.
+func (p Personal) IsZero() bool {
+	return len(p.HolderNames) == 0 && len(p.InsuredPersonNames) == 0 && p.PersonalInformation == nil
+}
+
+// Document is a file a company returned with the collection (the French career statement).
+// Documents the client uploaded (PDF_UPLOAD) are input, not collected data, and are not kept.
+type Document struct {
+	CollectionID string
+	DocumentID   string
+	Tenant       string
+	Kind         string // collection.DocumentFrenchCareerStatement, …
+	ContentType  string
+	FileName     string // "" when the company gave none
+	Size         int64
+	SHA256       string // hex
+	At           time.Time
+	// Content is the file. It is personal data, stored in a column of its own; nil when it
+	// was never received or has been erased, and always nil from Store.Documents.
+	Content []byte
+	// Revision is the revision of the event that recorded the document.
+	Revision uint64
+}
+
+// Store holds the rows and documents. The projector writes through GetMany and Upsert; the
+// query side reads with Get, Documents and Document.
+type Store interface {
+	// GetMany returns the rows of the given collections that exist, keyed by collection id,
+	// whatever their tenant (it serves the projector, never a client).
+	GetMany(ctx context.Context, ids []string) (map[string]Row, error)
+	// Upsert writes documents, then rows. A row whose Revision is not greater than the stored
+	// row's is ignored, and so is a document whose Revision is not greater than the stored
+	// copy of the same (CollectionID, DocumentID), so that a redelivered or reordered write can
+	// never move data back; within one call, the first row (document) with the highest
+	// revision per key wins. Documents go first so that a write interrupted between the two
+	// leaves the row's revision behind, and the redelivered events write the documents again.
+	Upsert(ctx context.Context, rows []Row, docs []Document) error
+	// Get returns tenant's collection, or ErrNotFound when it does not exist or belongs to
+	// another tenant.
+	Get(ctx context.Context, tenant, collectionID string) (Row, error)
+	// Documents lists the documents of tenant's collection without their content, oldest
+	// first (by At, then DocumentID); empty for an unknown collection or another tenant's.
+	Documents(ctx context.Context, tenant, collectionID string) ([]Document, error)
+	// Document returns one document of tenant's collection with its content, or ErrNotFound.
+	Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error)
+	// Reset removes every row and document, before a rebuild from the event store.
+	Reset(ctx context.Context) error
+}
+
+// latestPerCollection keeps, per collection, the first row with the highest revision, in the
+// order of first appearance: what sequential conditional upserts of the batch would leave.
+func latestPerCollection(rows []Row) []Row {
+	return latestBy(rows, func(r Row) string { return r.CollectionID }, func(r Row) uint64 { return r.Revision })
+}
+
+// docKey is a document's identity in the read model.
+type docKey struct{ collectionID, documentID string }
+
+// latestPerDocument is latestPerCollection for documents, keyed by (collection, document).
+func latestPerDocument(docs []Document) []Document {
+	return latestBy(docs, func(d Document) docKey { return docKey{d.CollectionID, d.DocumentID} },
+		func(d Document) uint64 { return d.Revision })
+}
+
+func latestBy[T any, K comparable](items []T, key func(T) K, revision func(T) uint64) []T {
+	index := make(map[K]int, len(items))
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		k := key(it)
+		i, seen := index[k]
+		switch {
+		case !seen:
+			index[k] = len(out)
+			out = append(out, it)
+		case revision(it) > revision(out[i]):
+			out[i] = it
+		}
+	}
+	return out
+}
+
+// encodeContent is the stored form of Content: a JSON object, "{}" when empty.
+func encodeContent(c Content) (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encode collected data: %w", err)
+	}
+	return string(b), nil
+}
+
+// decodeContent reverses encodeContent; "" (a row written before any data) is empty content.
+func decodeContent(s string) (Content, error) {
+	var c Content
+	if s == "" {
+		return c, nil
+	}
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return Content{}, fmt.Errorf("decode collected data: %w", err)
+	}
+	return c, nil
+}
+
+// encodePersonal is the stored form of Personal: a JSON object, or "" when there is no personal
+// data, which is also what an erasure leaves.
+func encodePersonal(p Personal) (string, error) {
+	if p.IsZero() {
+		return "", nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("encode personal data: %w", err)
+	}
+	return string(b), nil
+}
+
+// decodePersonal reverses encodePersonal.
+func decodePersonal(s string) (Personal, error) {
+	var p Personal
+	if s == "" {
+		return p, nil
+	}
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return Personal{}, fmt.Errorf("decode personal data: %w", err)
+	}
+	return p, nil
+}

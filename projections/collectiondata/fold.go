@@ -1,0 +1,109 @@
+package collectiondata
+
+import (
+	"maps"
+
+	"github.com/samla/samla/domain/collection"
+)
+
+// A collection can record its data in several events (a company read in parts, a retried
+// page). They accumulate: each list keeps every item reported, an item reported again under the
+// same id is replaced by the newer report in its original place, and a data point a later
+// event does not mention is left as it was, since a missing data point means unknown, not gone.
+
+// addInsurances folds an InsurancesCollected into the row.
+func (r *Row) addInsurances(ev collection.InsurancesCollected) {
+	r.Content.Insurances = upsertByID(r.Content.Insurances, ev.Insurances, func(i collection.Insurance) string { return i.ID })
+	if ev.Personal != nil {
+		r.Personal.HolderNames = mergeNames(r.Personal.HolderNames, ev.Personal.HolderNames)
+	}
+}
+
+// addWealth folds a WealthCollected into the row.
+func (r *Row) addWealth(ev collection.WealthCollected) {
+	c := &r.Content
+	c.Pensions = upsertByID(c.Pensions, ev.Pensions, func(p collection.Pension) string { return p.ID })
+	c.Investments = upsertByID(c.Investments, ev.Investments, func(i collection.Investment) string { return i.ID })
+	c.Loans = upsertByID(c.Loans, ev.Loans, func(l collection.Loan) string { return l.ID })
+	c.Savings = upsertByID(c.Savings, ev.Savings, func(s collection.Saving) string { return s.ID })
+	c.CheckingAccounts = upsertByID(c.CheckingAccounts, ev.CheckingAccounts, func(a collection.PSD2Account) string { return a.ID })
+	c.SavingsAccounts = upsertByID(c.SavingsAccounts, ev.SavingsAccounts, func(a collection.PSD2Account) string { return a.ID })
+	c.CreditCards = upsertByID(c.CreditCards, ev.CreditCards, func(cc collection.PSD2CreditCard) string { return cc.ID })
+	if ev.Personal != nil {
+		r.Personal.InsuredPersonNames = mergeNames(r.Personal.InsuredPersonNames, ev.Personal.InsuredPersonNames)
+		r.Personal.PersonalInformation = mergePersonalInformation(r.Personal.PersonalInformation, ev.Personal.PersonalInformation)
+	}
+}
+
+// upsertByID appends items to list, replacing in place an item whose id is already there. It
+// never returns an empty non-nil slice, so that "none" has one form (nil) before and after a
+// round trip through the store.
+func upsertByID[T any](list, items []T, id func(T) string) []T {
+	if len(items) == 0 {
+		return list
+	}
+	index := make(map[string]int, len(list)+len(items))
+	out := make([]T, len(list), len(list)+len(items))
+	copy(out, list)
+	for i, it := range out {
+		index[id(it)] = i
+	}
+	for _, it := range items {
+		if i, ok := index[id(it)]; ok {
+			out[i] = it
+			continue
+		}
+		index[id(it)] = len(out)
+		out = append(out, it)
+	}
+	return out
+}
+
+// mergeNames adds names to have, the newer name winning for the same id; nil when both are
+// empty.
+func mergeNames(have, names map[string]string) map[string]string {
+	if len(names) == 0 {
+		return have
+	}
+	out := make(map[string]string, len(have)+len(names))
+	maps.Copy(out, have)
+	maps.Copy(out, names)
+	return out
+}
+
+// mergePersonalInformation takes every data point the newer report knows and keeps the older
+// report's others.
+func mergePersonalInformation(have, next *collection.PersonalInformation) *collection.PersonalInformation {
+	if next == nil {
+		return have
+	}
+	out := collection.PersonalInformation{}
+	if have != nil {
+		out = *have
+	}
+	pick(&out.PersonalNumber, next.PersonalNumber)
+	pick(&out.Name, next.Name)
+	pick(&out.FirstName, next.FirstName)
+	pick(&out.LastName, next.LastName)
+	pick(&out.Email, next.Email)
+	pick(&out.PhoneNumber, next.PhoneNumber)
+	if next.Address != nil {
+		addr := collection.Address{}
+		if out.Address != nil {
+			addr = *out.Address
+		}
+		pick(&addr.Street, next.Address.Street)
+		pick(&addr.PostalCode, next.Address.PostalCode)
+		pick(&addr.City, next.Address.City)
+		pick(&addr.Country, next.Address.Country)
+		out.Address = &addr
+	}
+	return &out
+}
+
+// pick sets *dst to v when v is known.
+func pick[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
+}

@@ -1,0 +1,314 @@
+package collectiondata
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// sqliteSchema is the read model's SQLite DDL. Times are Unix milliseconds (readdb.Millis).
+// data_json is the collected Content without personal data ("{}" when none); personal_json and
+// personal_content hold the personal data and nothing else, NULL when there is none, so that an
+// erasure is an UPDATE … SET personal_json = NULL, personal_content = NULL. Both are ordinary
+// rowid tables: their rows can be large (a document is up to 10 MiB), which WITHOUT ROWID
+// tables handle badly.
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS collection_data (
+	collection_id TEXT    NOT NULL PRIMARY KEY,
+	tenant        TEXT    NOT NULL,
+	company       TEXT    NOT NULL,
+	product       TEXT    NOT NULL,
+	status        TEXT    NOT NULL,
+	data_json     TEXT    NOT NULL,
+	personal_json TEXT,
+	updated_at_ms INTEGER NOT NULL,
+	revision      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS collection_documents (
+	collection_id    TEXT    NOT NULL,
+	document_id      TEXT    NOT NULL,
+	tenant           TEXT    NOT NULL,
+	kind             TEXT    NOT NULL,
+	content_type     TEXT    NOT NULL,
+	file_name        TEXT    NOT NULL,
+	size             INTEGER NOT NULL,
+	sha256           TEXT    NOT NULL,
+	at_ms            INTEGER NOT NULL,
+	personal_content BLOB,
+	revision         INTEGER NOT NULL,
+	PRIMARY KEY (collection_id, document_id)
+);
+`
+
+const sqliteColumns = `collection_id, tenant, company, product, status, data_json, personal_json,
+	updated_at_ms, revision`
+
+// sqliteUpsert only overwrites a row with a newer revision, so that one statement makes the
+// write idempotent and order-safe (at-least-once delivery, rebuilds racing late deliveries).
+const sqliteUpsert = `INSERT INTO collection_data (` + sqliteColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (collection_id) DO UPDATE SET
+	tenant = excluded.tenant, company = excluded.company, product = excluded.product,
+	status = excluded.status, data_json = excluded.data_json, personal_json = excluded.personal_json,
+	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
+WHERE excluded.revision > collection_data.revision`
+
+const sqliteDocMeta = `collection_id, document_id, tenant, kind, content_type, file_name, size,
+	sha256, at_ms, revision`
+
+const sqliteDocUpsert = `INSERT INTO collection_documents (` + sqliteDocMeta + `, personal_content)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (collection_id, document_id) DO UPDATE SET
+	tenant = excluded.tenant, kind = excluded.kind, content_type = excluded.content_type,
+	file_name = excluded.file_name, size = excluded.size, sha256 = excluded.sha256,
+	at_ms = excluded.at_ms, revision = excluded.revision, personal_content = excluded.personal_content
+WHERE excluded.revision > collection_documents.revision`
+
+// sqliteMaxIn bounds the ids of one IN list, far below SQLite's limit on bound variables.
+const sqliteMaxIn = 500
+
+// SQLiteStore is the Store on an embedded SQLite database.
+type SQLiteStore struct {
+	db *sql.DB
+}
+
+var _ Store = (*SQLiteStore)(nil)
+
+// NewSQLite creates the read model's tables in db when missing and returns the store. The
+// caller keeps ownership of db.
+func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		return nil, fmt.Errorf("migrate sqlite collection_data: %w", err)
+	}
+	return &SQLiteStore{db: db}, nil
+}
+
+// GetMany implements Store.
+func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	out := make(map[string]Row, len(ids))
+	for _, chunk := range readdb.Chunks(ids, sqliteMaxIn) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_data
+			WHERE collection_id IN (`+readdb.Placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read collection data: %w", err)
+		}
+		if err := scanSQLiteRows(rows, func(r Row) { out[r.CollectionID] = r }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Upsert implements Store in one transaction: documents and rows commit together, however
+// many there are.
+func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row, docs []Document) error {
+	if len(rows) == 0 && len(docs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("upsert collection data: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if len(docs) > 0 {
+		if err := upsertSQLiteDocs(ctx, tx, docs); err != nil {
+			return err
+		}
+	}
+	if len(rows) > 0 {
+		if err := upsertSQLiteRows(ctx, tx, rows); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("upsert collection data: commit: %w", err)
+	}
+	return nil
+}
+
+func upsertSQLiteRows(ctx context.Context, tx *sql.Tx, rows []Row) error {
+	stmt, err := tx.PrepareContext(ctx, sqliteUpsert)
+	if err != nil {
+		return fmt.Errorf("upsert collection data: prepare: %w", err)
+	}
+	defer func() { _ = stmt.Close() }()
+	for _, r := range rows {
+		content, err := encodeContent(r.Content)
+		if err != nil {
+			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
+		}
+		personal, err := encodePersonal(r.Personal)
+		if err != nil {
+			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
+		}
+		var personalArg any // NULL when there is no personal data
+		if personal != "" {
+			personalArg = personal
+		}
+		if _, err := stmt.ExecContext(ctx, r.CollectionID, r.Tenant, r.Company, r.Product, r.Status,
+			content, personalArg, readdb.Millis(r.UpdatedAt), int64(r.Revision)); err != nil {
+			return fmt.Errorf("upsert collection data %s@%d: %w", r.CollectionID, r.Revision, err)
+		}
+	}
+	return nil
+}
+
+func upsertSQLiteDocs(ctx context.Context, tx *sql.Tx, docs []Document) error {
+	stmt, err := tx.PrepareContext(ctx, sqliteDocUpsert)
+	if err != nil {
+		return fmt.Errorf("upsert collection documents: prepare: %w", err)
+	}
+	defer func() { _ = stmt.Close() }()
+	for _, d := range docs {
+		var content any // NULL when there is no content
+		if len(d.Content) > 0 {
+			content = d.Content
+		}
+		if _, err := stmt.ExecContext(ctx, d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType,
+			d.FileName, d.Size, d.SHA256, readdb.Millis(d.At), int64(d.Revision), content); err != nil {
+			return fmt.Errorf("upsert collection document %s/%s@%d: %w", d.CollectionID, d.DocumentID, d.Revision, err)
+		}
+	}
+	return nil
+}
+
+// Get implements Store.
+func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_data
+		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	if err != nil {
+		return Row{}, fmt.Errorf("read collection data %s: %w", collectionID, err)
+	}
+	var (
+		found Row
+		ok    bool
+	)
+	if err := scanSQLiteRows(rows, func(r Row) { found, ok = r, true }); err != nil {
+		return Row{}, err
+	}
+	if !ok {
+		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+	}
+	return found, nil
+}
+
+// Documents implements Store.
+func (s *SQLiteStore) Documents(ctx context.Context, tenant, collectionID string) ([]Document, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteDocMeta+` FROM collection_documents
+		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`, collectionID, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []Document
+	for rows.Next() {
+		d, err := scanSQLiteDoc(rows, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
+	}
+	return out, nil
+}
+
+// Document implements Store.
+func (s *SQLiteStore) Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteDocMeta+`, personal_content FROM collection_documents
+		WHERE collection_id = ? AND document_id = ? AND tenant = ?`, collectionID, documentID, tenant)
+	if err != nil {
+		return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
+		}
+		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, ErrNotFound)
+	}
+	d, err := scanSQLiteDoc(rows, true)
+	if err != nil {
+		return Document{}, err
+	}
+	return d, nil
+}
+
+// scanSQLiteDoc scans the metadata columns, and the content after them when withContent.
+func scanSQLiteDoc(rows *sql.Rows, withContent bool) (Document, error) {
+	var (
+		d         Document
+		atMs, rev int64
+		content   []byte
+	)
+	dest := []any{&d.CollectionID, &d.DocumentID, &d.Tenant, &d.Kind, &d.ContentType, &d.FileName,
+		&d.Size, &d.SHA256, &atMs, &rev}
+	if withContent {
+		dest = append(dest, &content)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return Document{}, fmt.Errorf("scan collection document: %w", err)
+	}
+	d.At, d.Revision = readdb.FromMillis(atMs), uint64(rev)
+	if len(content) > 0 {
+		d.Content = content
+	}
+	return d, nil
+}
+
+// Reset implements Store.
+func (s *SQLiteStore) Reset(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("reset collection_data: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, table := range []string{"collection_documents", "collection_data"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+			return fmt.Errorf("reset %s: %w", table, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("reset collection_data: commit: %w", err)
+	}
+	return nil
+}
+
+func scanSQLiteRows(rows *sql.Rows, each func(Row)) (err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("read collection data: %w", cerr)
+		}
+	}()
+	for rows.Next() {
+		var (
+			r                Row
+			content          string
+			personal         sql.NullString
+			updatedMs, revis int64
+		)
+		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
+			&personal, &updatedMs, &revis); err != nil {
+			return fmt.Errorf("scan collection data: %w", err)
+		}
+		if r.Content, err = decodeContent(content); err != nil {
+			return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+		}
+		if r.Personal, err = decodePersonal(personal.String); err != nil {
+			return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+		}
+		r.UpdatedAt, r.Revision = readdb.FromMillis(updatedMs), uint64(revis)
+		each(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read collection data: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package presenter
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/samla/samla/query"
+)
+
+func dataStr(s string) *string           { return &s }
+func dataNum(f float64) *float64         { return &f }
+func dataBool(b bool) *bool              { return &b }
+func dataSEK(a float64) *query.MoneyView { return &query.MoneyView{Amount: a, Currency: "SEK"} }
+
+// wealthView has one of every wealth product, with some data points unknown and some known to
+// be zero or false.
+func wealthView() query.DataView {
+	return query.DataView{
+		CollectionID: "c1", Tenant: "acme", Company: "se-demo-pension", Product: "WEALTH", Status: "COMPLETED",
+		Pensions: []query.PensionView{
+			{ID: "P1", Name: dataStr("ITP1"), Value: dataSEK(512345.5), OtherInsuredPerson: dataBool(false),
+				InsuredPersonName: dataStr("Tolvan Tolvansson")},
+			{ID: "P2"},
+		},
+		Investments: []query.InvestmentView{{ID: "I1", Value: dataSEK(0),
+			Holdings: []query.HoldingView{{Name: "Global", Quantity: dataNum(12.5)}}}},
+		Loans:            []query.LoanView{{ID: "L1", InterestRate: dataNum(0)}},
+		Savings:          []query.SavingView{{ID: "S1", Balance: dataSEK(25000)}},
+		CheckingAccounts: []query.PSD2AccountView{{ID: "A1", IBAN: dataStr("SE45")}},
+		CreditCards:      []query.PSD2CreditCardView{{ID: "C1", MaskedPAN: dataStr("**** 1234")}},
+		PersonalInformation: &query.PersonalInformationView{PersonalNumber: dataStr("191212121212"),
+			Name: dataStr("Tolvan Tolvansson"), Address: &query.AddressView{City: dataStr("Stockholm")}},
+	}
+}
+
+func dataJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	return string(b)
+}
+
+func TestWealthDataPerVersion(t *testing.T) {
+	const pensions = `"pensions":[{"id":"P1","name":"ITP1","value":{"amount":512345.5,"currency":"SEK"},` +
+		`"otherInsuredPerson":false,"insuredPersonName":"Tolvan Tolvansson"},{"id":"P2"}],` +
+		`"investments":[{"id":"I1","value":{"amount":0,"currency":"SEK"},"holdings":[{"name":"Global","quantity":12.5}]}]`
+	noPersonal := wealthView()
+	noPersonal.PersonalInformation = nil
+	empty := query.DataView{CollectionID: "c2", Company: "se-demo-bank", Product: "WEALTH", Status: "COMPLETED_EMPTY"}
+	tests := []struct {
+		name, version string
+		view          query.DataView
+		want          string
+	}{
+		{"stable: map, pensions and investments only", VersionStable, wealthView(),
+			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":{"ADDRESS_CITY":"Stockholm",` +
+				`"NAME":"Tolvan Tolvansson","PERSONAL_NUMBER":"191212121212"},` + pensions + `}`},
+		{"preview: typed object and every product", VersionPreview, wealthView(),
+			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":{"personalNumber":"191212121212",` +
+				`"name":"Tolvan Tolvansson","address":{"city":"Stockholm"}},` + pensions +
+				`,"loans":[{"id":"L1","interestRate":0}],"savings":[{"id":"S1","balance":{"amount":25000,"currency":"SEK"}}],` +
+				`"psd2CheckingAccounts":[{"id":"A1","iban":"SE45"}],"psd2SavingsAccounts":[],` +
+				`"psd2CreditCards":[{"id":"C1","maskedPan":"**** 1234"}]}`},
+		{"stable without personal information: empty map", VersionStable, noPersonal,
+			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":{},` + pensions + `}`},
+		{"preview without personal information: null", VersionPreview, noPersonal,
+			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":null,` + pensions +
+				`,"loans":[{"id":"L1","interestRate":0}],"savings":[{"id":"S1","balance":{"amount":25000,"currency":"SEK"}}],` +
+				`"psd2CheckingAccounts":[{"id":"A1","iban":"SE45"}],"psd2SavingsAccounts":[],` +
+				`"psd2CreditCards":[{"id":"C1","maskedPan":"**** 1234"}]}`},
+		{"stable with nothing collected: empty lists", VersionStable, empty,
+			`{"collectionId":"c2","company":"se-demo-bank","personalInformation":{},"pensions":[],"investments":[]}`},
+		{"preview with nothing collected: empty lists", VersionPreview, empty,
+			`{"collectionId":"c2","company":"se-demo-bank","personalInformation":null,"pensions":[],"investments":[],` +
+				`"loans":[],"savings":[],"psd2CheckingAccounts":[],"psd2SavingsAccounts":[],"psd2CreditCards":[]}`},
+		{"an older version than the stable one is presented as it", "2024-06-01", empty,
+			`{"collectionId":"c2","company":"se-demo-bank","personalInformation":{},"pensions":[],"investments":[]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := dataJSON(t, WealthData(tc.version, tc.view)); got != tc.want {
+				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInsuranceData(t *testing.T) {
+	tests := []struct {
+		name string
+		view query.DataView
+		want string
+	}{
+		{"every data point", query.DataView{CollectionID: "c1", Company: "se-demo-insurer", Product: "INSURANCE",
+			Insurances: []query.InsuranceView{{ID: "i1", InsuranceType: "HOME", InsuranceNumber: dataStr("H-1"),
+				DisplayName: dataStr("Hem"), Premium: dataNum(123.45), PremiumFrequency: dataStr("MONTHLY"),
+				Currency: dataStr("SEK"), RenewalDate: dataStr("2026-12-01"), StartDate: dataStr("2020-01-01"),
+				HolderName: dataStr("Tolvan")}}},
+			`{"collectionId":"c1","company":"se-demo-insurer","insurances":[{"id":"i1","insuranceType":"HOME",` +
+				`"insuranceNumber":"H-1","displayName":"Hem","premium":123.45,"premiumFrequency":"MONTHLY","currency":"SEK",` +
+				`"renewalDate":"2026-12-01","startDate":"2020-01-01","holderName":"Tolvan"}]}`},
+		{"unknown absent, a known zero kept", query.DataView{CollectionID: "c1", Company: "se-demo-insurer",
+			Insurances: []query.InsuranceView{{ID: "i1", InsuranceType: "CAR"}, {ID: "i2", InsuranceType: "PET", Premium: dataNum(0)}}},
+			`{"collectionId":"c1","company":"se-demo-insurer","insurances":[{"id":"i1","insuranceType":"CAR"},` +
+				`{"id":"i2","insuranceType":"PET","premium":0}]}`},
+		{"none collected", query.DataView{CollectionID: "c1", Company: "se-demo-insurer"},
+			`{"collectionId":"c1","company":"se-demo-insurer","insurances":[]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The insurance shape is the same in every version.
+			if got := dataJSON(t, InsuranceData(tc.view)); got != tc.want {
+				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLegacyData(t *testing.T) {
+	ins := query.DataView{CollectionID: "c1", Company: "se-demo-insurer", Product: "INSURANCE",
+		Insurances: []query.InsuranceView{{ID: "i1", InsuranceType: "HOME"}}}
+	tests := []struct {
+		name string
+		view query.DataView
+		want string
+	}{
+		{"insurance", ins, `{"collectionId":"c1","company":"se-demo-insurer","product":"INSURANCE",` +
+			`"insurances":[{"id":"i1","insuranceType":"HOME"}]}`},
+		{"wealth", wealthView(), `{"collectionId":"c1","company":"se-demo-pension","product":"WEALTH",` +
+			`"personalInformation":{"ADDRESS_CITY":"Stockholm","NAME":"Tolvan Tolvansson","PERSONAL_NUMBER":"191212121212"},` +
+			`"pensions":[{"id":"P1","name":"ITP1","value":{"amount":512345.5,"currency":"SEK"},"otherInsuredPerson":false,` +
+			`"insuredPersonName":"Tolvan Tolvansson"},{"id":"P2"}],"investments":[{"id":"I1","value":{"amount":0,` +
+			`"currency":"SEK"},"holdings":[{"name":"Global","quantity":12.5}]}]}`},
+		{"empty wealth", query.DataView{CollectionID: "c2", Company: "se-demo-bank", Product: "WEALTH"},
+			`{"collectionId":"c2","company":"se-demo-bank","product":"WEALTH","personalInformation":{},"pensions":[],"investments":[]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := dataJSON(t, LegacyData(tc.view))
+			if got != tc.want {
+				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+			if strings.Contains(got, "loans") || strings.Contains(got, "psd2") {
+				t.Fatal("2025-01-01 data carries products of 2026-04-01")
+			}
+		})
+	}
+}
+
+func TestPersonalInformationMap(t *testing.T) {
+	all := &query.PersonalInformationView{PersonalNumber: dataStr("191212121212"), Name: dataStr("Tolvan Tolvansson"),
+		FirstName: dataStr("Tolvan"), LastName: dataStr("Tolvansson"), Email: dataStr("t@example.se"),
+		PhoneNumber: dataStr("46701234567"), Address: &query.AddressView{Street: dataStr("Gatan 1"),
+			PostalCode: dataStr("11122"), City: dataStr("Stockholm"), Country: dataStr("SE")}}
+	tests := []struct {
+		name string
+		in   *query.PersonalInformationView
+		want map[string]string
+	}{
+		{"nil", nil, map[string]string{}},
+		{"empty", &query.PersonalInformationView{}, map[string]string{}},
+		{"an empty string is not a value", &query.PersonalInformationView{Name: dataStr("")}, map[string]string{}},
+		{"every key", all, map[string]string{
+			PersonalKeyPersonalNumber: "191212121212", PersonalKeyName: "Tolvan Tolvansson",
+			PersonalKeyFirstName: "Tolvan", PersonalKeyLastName: "Tolvansson", PersonalKeyEmail: "t@example.se",
+			PersonalKeyPhoneNumber: "46701234567", PersonalKeyAddressStreet: "Gatan 1",
+			PersonalKeyAddressPostalCode: "11122", PersonalKeyAddressCity: "Stockholm", PersonalKeyAddressCountry: "SE"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PersonalInformationMap(tc.in)
+			if dataJSON(t, got) != dataJSON(t, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The typed object and the map carry the same facts.
+	typed := dataJSON(t, personalInformation(all))
+	for _, v := range PersonalInformationMap(all) {
+		if !strings.Contains(typed, `"`+v+`"`) {
+			t.Errorf("the typed object lacks %q: %s", v, typed)
+		}
+	}
+}
