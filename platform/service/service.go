@@ -39,6 +39,7 @@ import (
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/query/httpquery"
 )
 
@@ -408,6 +409,7 @@ func (s *Service) registerRoutes(engine *gin.Engine) {
 	if s.roles.Query {
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
 			Status: statusReader{s.models.Status}, History: historyReader{s.models.History}, Companies: s.catalog,
+			Data: collectiondata.NewQueryReader(s.models.Data),
 		})
 	}
 }
