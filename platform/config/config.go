@@ -23,6 +23,7 @@ type Config struct {
 	ClickHouseDSN    string // empty: SQLite read models
 	Sandbox          bool
 	SandboxAddr      string
+	CompaniesURL     string
 	WorkerID         string
 	LogLevel         string
 	LogFormat        string
@@ -90,6 +91,7 @@ func Bind(fs *pflag.FlagSet) *Config {
 	fs.StringVar(&c.ClickHouseDSN, "clickhouse-dsn", env("SAMLA_CLICKHOUSE_DSN", ""), "clickhouse://host:9000/db for ClickHouse read models; empty uses SQLite [SAMLA_CLICKHOUSE_DSN]")
 	fs.BoolVar(&c.Sandbox, "sandbox", envBool("SAMLA_SANDBOX", true), "start the sandbox demo companies [SAMLA_SANDBOX]")
 	fs.StringVar(&c.SandboxAddr, "sandbox-addr", env("SAMLA_SANDBOX_ADDR", "127.0.0.1:0"), "sandbox companies listener [SAMLA_SANDBOX_ADDR]")
+	fs.StringVar(&c.CompaniesURL, "companies-url", env("SAMLA_COMPANIES_URL", ""), "root URL of the company APIs a connector calls when it runs no sandbox of its own, e.g. a standalone `samla sandbox` [SAMLA_COMPANIES_URL]")
 	fs.StringVar(&c.WorkerID, "worker-id", env("SAMLA_WORKER_ID", ""), "connector worker identity; stable across restarts so a worker resumes its sessions (default: from the data dir or host name) [SAMLA_WORKER_ID]")
 	fs.StringVar(&c.LogLevel, "log-level", env("SAMLA_LOG_LEVEL", "info"), "debug, info, warn or error [SAMLA_LOG_LEVEL]")
 	fs.StringVar(&c.LogFormat, "log-format", env("SAMLA_LOG_FORMAT", "text"), "text or json [SAMLA_LOG_FORMAT]")
