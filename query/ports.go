@@ -27,8 +27,33 @@ type StatusView struct {
 	UserUUID         string
 	Status           string // a domain status (collection.Status)
 	ExtraInformation map[string]any
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// What the current status asks of the client; all empty when it asks nothing.
+	RequiredInputTypes []string
+	Instructions       []InstructionView
+	Message            string
+	EIDOrder           *EIDOrderView
+	// QRStartSecret is the EID order's secret, from which each poll computes the animated QR
+	// data. It must never be put in a response.
+	QRStartSecret string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// InstructionView is one request a client-side login method asks the client to run from the
+// user's device.
+type InstructionView struct {
+	RequestID string
+	Method    string
+	URL       string
+	Headers   map[string]string
+	Body      *string // nil: no body
+}
+
+// EIDOrderView is the public part of a pending electronic-ID order.
+type EIDOrderView struct {
+	QRStartToken   string
+	AutoStartToken string
+	StartedAt      time.Time
 }
 
 // StatusReader reads the status projection.

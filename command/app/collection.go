@@ -31,6 +31,9 @@ type Catalog interface {
 // (command/repository.Repository satisfies it).
 type CollectionRepository interface {
 	LoadCollection(ctx context.Context, collectionID string) (*collection.Collection, error)
+	// Load returns a stream's decoded events (none for a missing stream). Supplement-info needs
+	// the history itself, not only the aggregate folded from it, to recognise retries.
+	Load(ctx context.Context, stream string) ([]domain.Event, error)
 	Save(ctx context.Context, stream string, version int, meta repository.Meta, events []domain.Event) (eventstore.AppendResult, error)
 }
 
@@ -51,6 +54,15 @@ type StartCollection struct {
 	CorrelationID string
 	// RequestID becomes the events' causation id: the HTTP request is the command that caused them.
 	RequestID string
+	// PDF is the document of a PDF_UPLOAD request, nil for other login methods. Its content is
+	// personal data: never logged.
+	PDF *PDFUpload
+}
+
+// PDFUpload is a document the client sent with the request, decoded.
+type PDFUpload struct {
+	FileName string // "" when the client gave none
+	Content  []byte
 }
 
 // Created is the outcome of a start: the first response, also when a retry replays it.
@@ -115,7 +127,7 @@ func CollectionIDForKey(tenant, key string) string {
 	return uuid.NewSHA1(idempotencyNamespace, []byte(tenant+"\x00"+key)).String()
 }
 
-// CollectionService starts collections.
+// CollectionService starts collections and takes the input they ask for.
 type CollectionService struct {
 	catalog Catalog
 	repo    CollectionRepository
@@ -171,13 +183,19 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 		id = u.String()
 	}
 
+	var pdf *collection.UploadedPDF
+	if cmd.PDF != nil {
+		// The document gets an id of its own: a collection may later hold documents the
+		// company returned as well, and each is addressed on its own.
+		pdf = &collection.UploadedPDF{DocumentID: uuid.NewString(), FileName: cmd.PDF.FileName, Content: cmd.PDF.Content}
+	}
 	// Millisecond precision is what responses and envelopes carry, so a replay returns exactly the
 	// createdAt of the first response.
 	now := s.now().UTC().Truncate(time.Millisecond)
 	events, err := agg.Start(collection.StartRequest{
 		CollectionID: id, ClientID: cmd.Tenant, Company: co.ForCollection(), LoginMethod: cmd.LoginMethod,
 		APIVersion: cmd.APIVersion, UserUUID: cmd.UserUUID, PersonalNumber: cmd.PersonalNumber,
-		AccountOwnerName: cmd.AccountOwnerName, RequestHash: cmd.RequestHash,
+		AccountOwnerName: cmd.AccountOwnerName, RequestHash: cmd.RequestHash, PDF: pdf,
 	}, now)
 	if err != nil {
 		return Created{}, s.classify(err, cmd, co, now)

@@ -59,14 +59,15 @@ const (
 	InputAccountOwnerName      = "ACCOUNT_OWNER_NAME"
 )
 
-// CollectionStarter is the application service the handler drives (app.CollectionService).
-type CollectionStarter interface {
+// CollectionCommands is the application service the handlers drive (app.CollectionService).
+type CollectionCommands interface {
 	Start(ctx context.Context, cmd app.StartCollection) (app.Created, error)
+	SupplyInfo(ctx context.Context, cmd app.SupplyInfo) (app.Supplied, error)
 }
 
 // Deps are what the command routes need.
 type Deps struct {
-	Collections CollectionStarter
+	Collections CollectionCommands
 	// Now is the clock used to read short personal numbers (YYMMDD-NNNN); nil means time.Now.
 	Now func() time.Time
 }
@@ -82,6 +83,10 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	}
 	h := &handlers{deps: d}
 	r.POST("/collections", httpapi.MaxBody(MaxCreateCollectionBodyBytes), h.startCollection)
+	r.POST("/collections/:collectionId/supplement-info", httpapi.MaxBody(MaxSupplementInfoBodyBytes), h.supplementInfo)
+	// The spec: "A collection cannot be forcibly terminated by the client." A DELETE gets a
+	// problem that says so instead of the generic 404 of an unknown route.
+	r.DELETE("/collections/:collectionId", cannotCancel)
 }
 
 type handlers struct{ deps Deps }
@@ -135,7 +140,8 @@ type startInput struct {
 	company, loginMethod, userUUID   string
 	personalNumber, accountOwnerName string
 	personalNumberField              string // where the personal number was in the request
-	canonical                        any    // what the request hash covers
+	pdf                              *app.PDFUpload
+	canonical                        any // what the request hash covers
 }
 
 // createdResponse is the 201 body of POST /collections.
@@ -186,7 +192,7 @@ func (h *handlers) startCollection(c *gin.Context) {
 	created, err := h.deps.Collections.Start(ctx, app.StartCollection{
 		Tenant: httpapi.ClientID(c), APIVersion: string(version), IdempotencyKey: key,
 		Company: in.company, LoginMethod: in.loginMethod, UserUUID: in.userUUID,
-		PersonalNumber: in.personalNumber, AccountOwnerName: in.accountOwnerName,
+		PersonalNumber: in.personalNumber, AccountOwnerName: in.accountOwnerName, PDF: in.pdf,
 		RequestHash: hash, CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx),
 	})
 	if err != nil {
@@ -373,8 +379,14 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 				continue
 			}
 			pdfIndex = i
-			if fe := checkPDF(prefix, p); fe != nil {
+			content, fe := checkPDF(prefix, p)
+			if fe != nil {
 				errs = append(errs, *fe)
+				continue
+			}
+			in.pdf = &app.PDFUpload{Content: content}
+			if p.FileName != nil {
+				in.pdf.FileName = *p.FileName
 			}
 		default:
 			errs = append(errs, httpapi.FieldError{Field: prefix + ".type", Message: "must be one of " + strings.Join([]string{
@@ -425,27 +437,28 @@ func checkSamePerson(field, primary, eid string, now time.Time) *httpapi.FieldEr
 	return nil
 }
 
-// checkPDF checks the document's encoding and size. Whether it is a PDF the connector can read is
-// the connector's call (FAILED_PDF_USER_INPUT), not a request-validation rule.
-func checkPDF(prefix string, p pdfDocumentParam) *httpapi.FieldError {
+// checkPDF checks the document's encoding and size and returns its decoded content. Whether it
+// is a PDF the connector can read is the connector's call (FAILED_PDF_USER_INPUT), not a
+// request-validation rule.
+func checkPDF(prefix string, p pdfDocumentParam) ([]byte, *httpapi.FieldError) {
 	if p.ContentBase64 == nil || *p.ContentBase64 == "" {
-		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "is required"}
+		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "is required"}
 	}
 	content := *p.ContentBase64
 	if base64.StdEncoding.DecodedLen(len(content)) > MaxPDFBytes+2 { // +2: padding makes DecodedLen an upper bound
-		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to at most %d bytes", MaxPDFBytes)}
+		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to at most %d bytes", MaxPDFBytes)}
 	}
 	decoded, err := base64.StdEncoding.DecodeString(content)
 	if err != nil {
-		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "must be standard base64"}
+		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "must be standard base64"}
 	}
 	if len(decoded) == 0 || len(decoded) > MaxPDFBytes {
-		return &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to 1 to %d bytes", MaxPDFBytes)}
+		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to 1 to %d bytes", MaxPDFBytes)}
 	}
 	if p.FileName != nil && (*p.FileName == "" || len(*p.FileName) > maxFileNameLength) {
-		return &httpapi.FieldError{Field: prefix + ".fileName", Message: fmt.Sprintf("must have 1 to %d characters when given", maxFileNameLength)}
+		return nil, &httpapi.FieldError{Field: prefix + ".fileName", Message: fmt.Sprintf("must have 1 to %d characters when given", maxFileNameLength)}
 	}
-	return nil
+	return decoded, nil
 }
 
 // requestHash identifies a request's content for idempotency: the version and the decoded

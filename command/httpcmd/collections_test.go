@@ -43,7 +43,7 @@ type env struct {
 	repo   *repository.Repository
 }
 
-func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.CollectionStarter) *env {
+func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.CollectionCommands) *env {
 	t.Helper()
 	reg, err := eventschema.NewRegistry()
 	if err != nil {
@@ -377,7 +377,8 @@ func TestRateLimited(t *testing.T) {
 	created(t, e.post(t, req{version: "2026-04-01", body: body, key: globexKey}))
 }
 
-type panickingStarter struct{}
+// panickingStarter is a service with a bug in Start; it embeds the interface for the rest.
+type panickingStarter struct{ httpcmd.CollectionCommands }
 
 func (panickingStarter) Start(context.Context, app.StartCollection) (app.Created, error) {
 	panic("service bug")

@@ -50,11 +50,16 @@ const (
 
 // InputSupplied records accepted supplement-info. The values are personal data.
 type InputSupplied struct {
-	Kind       InputKind       `json:"kind"`
-	InputTypes []string        `json:"inputTypes,omitempty"`
-	RequestIDs []string        `json:"requestIds,omitempty"`
-	SuppliedAt time.Time       `json:"suppliedAt"`
-	Personal   *SuppliedValues `json:"personal,omitempty"`
+	Kind       InputKind `json:"kind"`
+	InputTypes []string  `json:"inputTypes,omitempty"`
+	RequestIDs []string  `json:"requestIds,omitempty"`
+	SuppliedAt time.Time `json:"suppliedAt"`
+	// IdempotencyKey and RequestHash identify the request that supplied the input, when it came
+	// with an Idempotency-Key, so that a retry of it is answered as the first request was. Both
+	// are optional: events written before they existed, and requests without a key, lack them.
+	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
+	RequestHash    string          `json:"requestHash,omitempty"`
+	Personal       *SuppliedValues `json:"personal,omitempty"`
 }
 
 // SuppliedValues are the values themselves.
@@ -195,4 +200,81 @@ func (c *Collection) SupplyClientResponses(responses []ClientResponse, now time.
 	}
 	return []domain.Event{InputSupplied{Kind: InputKindClientResponses, RequestIDs: ids, SuppliedAt: now.UTC(),
 		Personal: &SuppliedValues{Responses: kept}}}, nil
+}
+
+// ErrInputKeyReused refuses supplement-info whose Idempotency-Key already supplied different
+// input to the collection.
+var ErrInputKeyReused = fmt.Errorf("idempotency key was used for other input: %w", domain.ErrRefused)
+
+// InputRequest identifies one supplement-info request: its Idempotency-Key ("" when it has none)
+// and a hash of its content.
+type InputRequest struct {
+	IdempotencyKey string
+	RequestHash    string
+}
+
+// retryOf tells how req relates to the input accepted for the current status: a retry of that
+// very request (true), the same key with other content (ErrInputKeyReused), or unrelated.
+func (c *Collection) retryOf(req InputRequest) (bool, error) {
+	if req.IdempotencyKey == "" || c.supplied == nil || c.supplied.IdempotencyKey != req.IdempotencyKey {
+		return false, nil
+	}
+	if c.supplied.RequestHash != req.RequestHash {
+		return false, fmt.Errorf("collection %s: %w", c.id, ErrInputKeyReused)
+	}
+	return true, nil
+}
+
+// stamp records which request supplied the input.
+func stamp(events []domain.Event, req InputRequest) []domain.Event {
+	for i, e := range events {
+		if s, ok := e.(InputSupplied); ok {
+			s.IdempotencyKey, s.RequestHash = req.IdempotencyKey, req.RequestHash
+			events[i] = s
+		}
+	}
+	return events
+}
+
+// SupplyInputFor is SupplyInput for an identified request. A retry of the request whose input
+// the current status already took decides nothing and succeeds, so the client gets the first
+// answer again; the same key with other content is refused with ErrInputKeyReused.
+func (c *Collection) SupplyInputFor(req InputRequest, inputs []Input, now time.Time) ([]domain.Event, error) {
+	if retry, err := c.retryOf(req); retry || err != nil {
+		return nil, err
+	}
+	events, err := c.SupplyInput(inputs, now)
+	if err != nil {
+		return nil, err
+	}
+	return stamp(events, req), nil
+}
+
+// SupplyClientResponsesFor is SupplyClientResponses for an identified request, with the retry
+// rule of SupplyInputFor.
+func (c *Collection) SupplyClientResponsesFor(req InputRequest, responses []ClientResponse, now time.Time) ([]domain.Event, error) {
+	if retry, err := c.retryOf(req); retry || err != nil {
+		return nil, err
+	}
+	events, err := c.SupplyClientResponses(responses, now)
+	if err != nil {
+		return nil, err
+	}
+	return stamp(events, req), nil
+}
+
+// PriorInput finds the input that a request with this Idempotency-Key supplied earlier in a
+// collection's history, nil when none did. The aggregate forgets supplied input once the status
+// moves on, but a retry may arrive after that (the first answer was lost while the connector
+// already went ahead) and must still get the first answer rather than a conflict.
+func PriorInput(history []domain.Event, key string) *InputSupplied {
+	if key == "" {
+		return nil
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if s, ok := history[i].(InputSupplied); ok && s.IdempotencyKey == key {
+			return &s
+		}
+	}
+	return nil
 }

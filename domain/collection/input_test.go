@@ -97,3 +97,77 @@ func TestSupplyClientResponses(t *testing.T) {
 			When(respond(ok)).ThenError(collection.ErrNotAwaitingInput)
 	})
 }
+
+func TestSupplyInputIdempotency(t *testing.T) {
+	given := pending(collection.StatusContactFormPending, collection.StatusDetails{})
+	email := collection.Input{Type: "EMAIL", Value: "tolvan@example.se"}
+	phone := collection.Input{Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}
+	first := collection.InputRequest{IdempotencyKey: "k1", RequestHash: "h1"}
+	supplied := collection.InputSupplied{Kind: collection.InputKindCollectionInput,
+		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0, IdempotencyKey: "k1", RequestHash: "h1",
+		Personal: &collection.SuppliedValues{Inputs: []collection.Input{email, phone}}}
+	supply := func(req collection.InputRequest) func(c *collection.Collection) ([]domain.Event, error) {
+		return func(c *collection.Collection) ([]domain.Event, error) {
+			return c.SupplyInputFor(req, []collection.Input{email, phone}, t0)
+		}
+	}
+
+	t.Run("the accepted input records the request", func(t *testing.T) {
+		scenario(t).Given(given...).When(supply(first)).Then(supplied)
+	})
+	t.Run("a retry with the same key and content decides nothing and succeeds", func(t *testing.T) {
+		scenario(t).Given(append(given, supplied)...).When(supply(first)).Then()
+	})
+	t.Run("the same key with other content is refused", func(t *testing.T) {
+		scenario(t).Given(append(given, supplied)...).
+			When(supply(collection.InputRequest{IdempotencyKey: "k1", RequestHash: "h2"})).ThenError(collection.ErrInputKeyReused)
+	})
+	t.Run("another key after accepted input is not awaited", func(t *testing.T) {
+		scenario(t).Given(append(given, supplied)...).
+			When(supply(collection.InputRequest{IdempotencyKey: "k2", RequestHash: "h1"})).ThenError(collection.ErrNotAwaitingInput)
+	})
+	t.Run("no key after accepted input is not awaited", func(t *testing.T) {
+		scenario(t).Given(append(given, supplied)...).When(supply(collection.InputRequest{})).ThenError(collection.ErrNotAwaitingInput)
+	})
+	t.Run("a key does not excuse invalid input", func(t *testing.T) {
+		scenario(t).Given(given...).When(func(c *collection.Collection) ([]domain.Event, error) {
+			return c.SupplyInputFor(first, []collection.Input{{Type: "EMAIL", Value: "x"}, phone}, t0)
+		}).ThenError(domain.ErrInvalid)
+	})
+	t.Run("client responses carry the request too", func(t *testing.T) {
+		withInstructions := pending(collection.StatusWaitingForUserAction, collection.StatusDetails{Instructions: []collection.Instruction{
+			{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"}}})
+		ok := collection.ClientResponse{RequestID: "r1", Status: 200}
+		respond := func(req collection.InputRequest) func(c *collection.Collection) ([]domain.Event, error) {
+			return func(c *collection.Collection) ([]domain.Event, error) {
+				return c.SupplyClientResponsesFor(req, []collection.ClientResponse{ok}, t0)
+			}
+		}
+		responded := collection.InputSupplied{Kind: collection.InputKindClientResponses, RequestIDs: []string{"r1"},
+			SuppliedAt: t0, IdempotencyKey: "k1", RequestHash: "h1",
+			Personal: &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}}}
+		scenario(t).Given(withInstructions...).When(respond(first)).Then(responded)
+		scenario(t).Given(append(withInstructions, responded)...).When(respond(first)).Then()
+		scenario(t).Given(append(withInstructions, responded)...).
+			When(respond(collection.InputRequest{IdempotencyKey: "k1", RequestHash: "other"})).ThenError(collection.ErrInputKeyReused)
+	})
+	t.Run("PriorInput finds the request after the status moved on", func(t *testing.T) {
+		history := append(append(given, supplied), changed(collection.StatusContactFormPending, collection.StatusCollecting))
+		c, err := collection.Rehydrate(history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.SuppliedInput() != nil {
+			t.Fatal("the aggregate still holds the input after the status moved on")
+		}
+		if got := collection.PriorInput(history, "k1"); got == nil || got.RequestHash != "h1" {
+			t.Fatalf("PriorInput(k1) = %+v", got)
+		}
+		if got := collection.PriorInput(history, "k2"); got != nil {
+			t.Fatalf("PriorInput(k2) = %+v", got)
+		}
+		if got := collection.PriorInput(history, ""); got != nil {
+			t.Fatalf("PriorInput without a key = %+v", got)
+		}
+	})
+}

@@ -20,11 +20,20 @@ func (r statusReader) Get(ctx context.Context, tenant, collectionID string) (que
 	if err != nil {
 		return query.StatusView{}, err
 	}
-	return query.StatusView{
+	view := query.StatusView{
 		CollectionID: row.CollectionID, Tenant: row.Tenant, Company: row.Company, Product: row.Product,
 		LoginMethod: row.LoginMethod, APIVersion: row.APIVersion, UserUUID: row.UserUUID, Status: row.Status,
-		ExtraInformation: row.ExtraInformation, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
-	}, nil
+		ExtraInformation: row.ExtraInformation, RequiredInputTypes: row.RequiredInputTypes, Message: row.Message,
+		QRStartSecret: row.QRStartSecret, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+	}
+	for _, in := range row.Instructions {
+		view.Instructions = append(view.Instructions, query.InstructionView{
+			RequestID: in.RequestID, Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body})
+	}
+	if o := row.EIDOrder; o != nil {
+		view.EIDOrder = &query.EIDOrderView{QRStartToken: o.QRStartToken, AutoStartToken: o.AutoStartToken, StartedAt: o.StartedAt}
+	}
+	return view, nil
 }
 
 // historyReader adapts the audit read model to the query side's port.

@@ -2,8 +2,11 @@ package collectionstatus_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/collectionstatus/statustest"
 	"github.com/samla/samla/projections/readdb/readdbtest"
@@ -44,4 +47,95 @@ func TestClickHouseStore(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The tables as they were before the status-detail columns: a data directory or a ClickHouse
+// database from then must be upgraded in place, its rows kept.
+const (
+	sqliteBeforeDetails = `CREATE TABLE collection_status (
+	collection_id TEXT NOT NULL PRIMARY KEY, tenant TEXT NOT NULL, company TEXT NOT NULL,
+	product TEXT NOT NULL, login_method TEXT NOT NULL, api_version TEXT NOT NULL,
+	user_uuid TEXT NOT NULL, status TEXT NOT NULL, extra_information TEXT,
+	created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL, revision INTEGER NOT NULL
+) WITHOUT ROWID`
+	sqliteOldRow = `INSERT INTO collection_status (collection_id, tenant, company, product, login_method,
+	api_version, user_uuid, status, extra_information, created_at_ms, updated_at_ms, revision)
+	VALUES ('c-old', 'acme', 'se-demo-insurer', 'INSURANCE', 'PDF_UPLOAD', '2026-04-01', '', 'LOGIN', '{"MESSAGE":"hej"}', 1000, 2000, 2)`
+	clickhouseBeforeDetails = `CREATE TABLE collection_status (
+	collection_id String, tenant String, company String, product String, login_method String,
+	api_version String, user_uuid String, status String, extra_information String,
+	created_at_ms UInt64, updated_at_ms UInt64, revision UInt64
+) ENGINE = ReplacingMergeTree(revision) ORDER BY collection_id`
+	clickhouseOldInsert = `INSERT INTO collection_status (collection_id, tenant, company, product, login_method,
+	api_version, user_uuid, status, extra_information, created_at_ms, updated_at_ms, revision)`
+)
+
+// checkUpgraded reads the row written before the upgrade and writes details to it.
+func checkUpgraded(t *testing.T, s collectionstatus.Store) {
+	t.Helper()
+	ctx := context.Background()
+	old, err := s.Get(ctx, "acme", "c-old")
+	if err != nil {
+		t.Fatalf("row from before the upgrade: %v", err)
+	}
+	if old.Status != "LOGIN" || old.ExtraInformation["MESSAGE"] != "hej" || old.Revision != 2 ||
+		old.RequiredInputTypes != nil || old.Instructions != nil || old.EIDOrder != nil || old.Deadline != nil ||
+		old.Message != "" || old.QRStartSecret != "" {
+		t.Fatalf("row from before the upgrade = %#v", old)
+	}
+	next := old
+	next.Status, next.Revision, next.RequiredInputTypes = "COLLECTION_INPUT_PENDING", 3, []string{"EMAIL"}
+	next.Deadline = &collection.Deadline{Kind: collection.DeadlineCollectionInput, DueAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := s.Upsert(ctx, []collectionstatus.Row{next}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "acme", "c-old")
+	if err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("after the upgrade: %#v, %v\nwant %#v", got, err, next)
+	}
+}
+
+func TestSQLiteUpgradeAddsDetailColumns(t *testing.T) {
+	db := readdbtest.SQLite(t)
+	for _, q := range []string{sqliteBeforeDetails, sqliteOldRow} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := collectionstatus.NewSQLite(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkUpgraded(t, s)
+	if _, err := collectionstatus.NewSQLite(context.Background(), db); err != nil {
+		t.Fatalf("second migration: %v", err)
+	}
+}
+
+func TestClickHouseUpgradeAddsDetailColumns(t *testing.T) {
+	conn := readdbtest.ClickHouse(t)
+	ctx := context.Background()
+	if err := conn.Exec(ctx, clickhouseBeforeDetails); err != nil {
+		t.Fatal(err)
+	}
+	// The native protocol sends rows as a data block; an INSERT … VALUES through Exec waits for one.
+	batch, err := conn.PrepareBatch(ctx, clickhouseOldInsert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Append("c-old", "acme", "se-demo-insurer", "INSURANCE", "PDF_UPLOAD", "2026-04-01", "", "LOGIN",
+		`{"MESSAGE":"hej"}`, uint64(1000), uint64(2000), uint64(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := collectionstatus.NewClickHouse(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkUpgraded(t, s)
+	if _, err := collectionstatus.NewClickHouse(ctx, conn); err != nil {
+		t.Fatalf("second migration: %v", err)
+	}
 }

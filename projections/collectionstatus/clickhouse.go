@@ -13,7 +13,8 @@ import (
 // clickhouseSchema is the read model's ClickHouse DDL, kept to what both 18.16 (CI) and
 // current servers accept: plain String and UInt64 columns (no DateTime64, Map, Bool, JSON or
 // LowCardinality, which 18.16 lacks or gates behind a setting), times as Unix milliseconds,
-// extra information as a JSON string ("" when absent).
+// extra information as a JSON string ("" when absent), and the status details as storedDetails:
+// JSON or plain text in String columns, "" for none, so no column needs Nullable.
 //
 // ClickHouse has no upsert: every write appends a row version and ReplacingMergeTree(revision)
 // keeps the highest revision per collection_id when parts merge. Merges happen whenever the
@@ -29,6 +30,12 @@ CREATE TABLE IF NOT EXISTS collection_status (
 	user_uuid         String,
 	status            String,
 	extra_information String,
+	required_input_types String,
+	instructions      String,
+	message           String,
+	eid_order         String,
+	qr_start_secret   String,
+	deadline          String,
 	created_at_ms     UInt64,
 	updated_at_ms     UInt64,
 	revision          UInt64
@@ -36,7 +43,7 @@ CREATE TABLE IF NOT EXISTS collection_status (
 ORDER BY collection_id`
 
 const clickhouseColumns = `collection_id, tenant, company, product, login_method, api_version,
-	user_uuid, status, extra_information, created_at_ms, updated_at_ms, revision`
+	user_uuid, status, extra_information, ` + detailColumns + `, created_at_ms, updated_at_ms, revision`
 
 // clickhouseMaxIn bounds the ids of one IN list so that the bound query stays small.
 const clickhouseMaxIn = 1000
@@ -54,7 +61,53 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse collection_status: %w", err)
 	}
+	if err := addClickHouseDetailColumns(ctx, conn); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse collection_status: %w", err)
+	}
 	return &ClickHouseStore{conn: conn}, nil
+}
+
+// addClickHouseDetailColumns adds the status-detail columns to a table created before they
+// existed. 18.16 has no ADD COLUMN IF NOT EXISTS, so the table's columns are read first; when
+// another process added a column in between, the ALTER fails and a second look settles it.
+// Existing row versions read ” for the new columns: no details, which is what they had.
+func addClickHouseDetailColumns(ctx context.Context, conn driver.Conn) error {
+	columns := func() (map[string]bool, error) {
+		rows, err := conn.Query(ctx, `SELECT name FROM system.columns
+			WHERE database = currentDatabase() AND table = 'collection_status'`)
+		if err != nil {
+			return nil, fmt.Errorf("read columns: %w", err)
+		}
+		defer func() { _ = rows.Close() }()
+		have := map[string]bool{}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				return nil, fmt.Errorf("read columns: %w", err)
+			}
+			have[name] = true
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read columns: %w", err)
+		}
+		return have, nil
+	}
+	have, err := columns()
+	if err != nil {
+		return err
+	}
+	for _, col := range detailColumnNames {
+		if have[col] {
+			continue
+		}
+		if err := conn.Exec(ctx, `ALTER TABLE collection_status ADD COLUMN `+col+` String DEFAULT ''`); err != nil {
+			if now, cerr := columns(); cerr == nil && now[col] {
+				continue // a concurrent migration added it
+			}
+			return fmt.Errorf("add column %s: %w", col, err)
+		}
+	}
+	return nil
 }
 
 // GetMany implements Store. Filtering on collection_id before FINAL is safe: it is the sorting
@@ -108,9 +161,14 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 		if err != nil {
 			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
 		}
-		if err := batch.Append(r.CollectionID, r.Tenant, r.Company, r.Product, r.LoginMethod,
-			r.APIVersion, r.UserUUID, r.Status, extra, readdb.UMillis(r.CreatedAt),
-			readdb.UMillis(r.UpdatedAt), r.Revision); err != nil {
+		details, err := encodeDetails(r)
+		if err != nil {
+			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
+		}
+		args := append([]any{r.CollectionID, r.Tenant, r.Company, r.Product, r.LoginMethod,
+			r.APIVersion, r.UserUUID, r.Status, extra}, details.args()...)
+		args = append(args, readdb.UMillis(r.CreatedAt), readdb.UMillis(r.UpdatedAt), r.Revision)
+		if err := batch.Append(args...); err != nil {
 			return fmt.Errorf("upsert collection status %s@%d: %w", r.CollectionID, r.Revision, err)
 		}
 		n++
@@ -210,11 +268,17 @@ func (s *ClickHouseStore) query(ctx context.Context, each func(Row), q string, a
 		var (
 			r                  Row
 			extra              string
+			details            storedDetails
 			createdMs, updated uint64
 		)
-		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
-			&r.APIVersion, &r.UserUUID, &r.Status, &extra, &createdMs, &updated, &r.Revision); err != nil {
+		dests := append([]any{&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
+			&r.APIVersion, &r.UserUUID, &r.Status, &extra}, details.dests()...)
+		dests = append(dests, &createdMs, &updated, &r.Revision)
+		if err := rows.Scan(dests...); err != nil {
 			return fmt.Errorf("scan collection status: %w", err)
+		}
+		if err := details.decodeInto(&r); err != nil {
+			return fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 		}
 		var derr error
 		if r.ExtraInformation, derr = decodeExtra(extra); derr != nil {

@@ -134,10 +134,39 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 			return row, false, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
 		}
 		row.Status = string(changed.To)
-		// Extra information belongs to the status it came with: a change without any clears
-		// the previous status's QR data or instructions.
+		// Extra information and details belong to the status they came with: a change without
+		// them clears the previous status's input kinds, instructions, EID order and secret.
 		row.ExtraInformation = changed.ExtraInformation
+		row.RequiredInputTypes = nilIfEmpty(changed.RequiredInputTypes)
+		row.Instructions = nil
+		if len(changed.Instructions) > 0 {
+			row.Instructions = changed.Instructions
+		}
+		row.Message, row.EIDOrder, row.Deadline = changed.Message, changed.EIDOrder, changed.Deadline
+		row.QRStartSecret = ""
+		if changed.Personal != nil {
+			row.QRStartSecret = changed.Personal.QRStartSecret
+		}
 		row.UpdatedAt = eventTime(changed.ChangedAt, env)
+		row.Revision = env.Revision
+		return row, true, nil
+	case collection.EventInputSupplied:
+		if !exists {
+			return row, false, nil
+		}
+		ev, err := p.decode(env)
+		if err != nil {
+			return row, false, err
+		}
+		supplied, ok := ev.(collection.InputSupplied)
+		if !ok {
+			return row, false, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
+		}
+		// The status took its input (the aggregate then awaits neither input nor responses), so
+		// the poll stops asking for it; a client that acts on what the poll asks would otherwise
+		// post again and only get a conflict. The message, EID order and deadline still hold.
+		row.RequiredInputTypes, row.Instructions = nil, nil
+		row.UpdatedAt = eventTime(supplied.SuppliedAt, env)
 		row.Revision = env.Revision
 		return row, true, nil
 	default:
@@ -169,4 +198,11 @@ func eventTime(domainTime time.Time, env eventschema.Envelope) time.Time {
 		t = env.OccurredAt
 	}
 	return readdb.FromMillis(readdb.Millis(t))
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }

@@ -9,7 +9,9 @@ import (
 )
 
 // sqliteSchema is the read model's SQLite DDL. Times are Unix milliseconds (readdb.Millis);
-// extra_information is a JSON object or NULL when the last status change attached none.
+// extra_information is a JSON object or NULL when the last status change attached none. The
+// status details (required_input_types … deadline) are storedDetails: JSON or plain text, ”
+// for none.
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS collection_status (
 	collection_id     TEXT    NOT NULL PRIMARY KEY,
@@ -21,6 +23,12 @@ CREATE TABLE IF NOT EXISTS collection_status (
 	user_uuid         TEXT    NOT NULL,
 	status            TEXT    NOT NULL,
 	extra_information TEXT,
+	required_input_types TEXT NOT NULL DEFAULT '',
+	instructions      TEXT    NOT NULL DEFAULT '',
+	message           TEXT    NOT NULL DEFAULT '',
+	eid_order         TEXT    NOT NULL DEFAULT '',
+	qr_start_secret   TEXT    NOT NULL DEFAULT '',
+	deadline          TEXT    NOT NULL DEFAULT '',
 	created_at_ms     INTEGER NOT NULL,
 	updated_at_ms     INTEGER NOT NULL,
 	revision          INTEGER NOT NULL
@@ -30,17 +38,21 @@ CREATE INDEX IF NOT EXISTS collection_status_by_status ON collection_status (sta
 `
 
 const sqliteColumns = `collection_id, tenant, company, product, login_method, api_version, user_uuid,
-	status, extra_information, created_at_ms, updated_at_ms, revision`
+	status, extra_information, ` + detailColumns + `, created_at_ms, updated_at_ms, revision`
 
 // sqliteUpsert only overwrites a row with a newer revision, so that one statement makes the
 // write idempotent and order-safe (at-least-once delivery, rebuilds racing late deliveries).
 const sqliteUpsert = `INSERT INTO collection_status (` + sqliteColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (collection_id) DO UPDATE SET
 	tenant = excluded.tenant, company = excluded.company, product = excluded.product,
 	login_method = excluded.login_method, api_version = excluded.api_version,
 	user_uuid = excluded.user_uuid, status = excluded.status,
-	extra_information = excluded.extra_information, created_at_ms = excluded.created_at_ms,
+	extra_information = excluded.extra_information,
+	required_input_types = excluded.required_input_types, instructions = excluded.instructions,
+	message = excluded.message, eid_order = excluded.eid_order,
+	qr_start_secret = excluded.qr_start_secret, deadline = excluded.deadline,
+	created_at_ms = excluded.created_at_ms,
 	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
 WHERE excluded.revision > collection_status.revision`
 
@@ -60,7 +72,44 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
 	}
+	if err := addSQLiteDetailColumns(ctx, db); err != nil {
+		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
+	}
 	return &SQLiteStore{db: db}, nil
+}
+
+// addSQLiteDetailColumns adds the status-detail columns to a table created before they
+// existed (an embedded data directory survives upgrades). SQLite has no ADD COLUMN IF NOT
+// EXISTS, so the table's columns are read first. Rows written before keep ” details, which is
+// what they had: none.
+func addSQLiteDetailColumns(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info('collection_status')`)
+	if err != nil {
+		return fmt.Errorf("read columns: %w", err)
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("read columns: %w", err)
+		}
+		have[name] = true
+	}
+	err = rows.Err()
+	_ = rows.Close()
+	if err != nil {
+		return fmt.Errorf("read columns: %w", err)
+	}
+	for _, col := range detailColumnNames {
+		if have[col] {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, `ALTER TABLE collection_status ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
+			return fmt.Errorf("add column %s: %w", col, err)
+		}
+	}
+	return nil
 }
 
 // GetMany implements Store.
@@ -109,9 +158,14 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 		if r.ExtraInformation != nil {
 			extraArg = extra
 		}
-		if _, err := stmt.ExecContext(ctx, r.CollectionID, r.Tenant, r.Company, r.Product,
-			r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg,
-			readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), int64(r.Revision)); err != nil {
+		details, err := encodeDetails(r)
+		if err != nil {
+			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
+		}
+		args := append([]any{r.CollectionID, r.Tenant, r.Company, r.Product,
+			r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg}, details.args()...)
+		args = append(args, readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), int64(r.Revision))
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("upsert collection status %s@%d: %w", r.CollectionID, r.Revision, err)
 		}
 	}
@@ -183,12 +237,18 @@ func scanSQLiteRows(rows *sql.Rows, each func(Row)) (err error) {
 		var (
 			r                  Row
 			extra              sql.NullString
+			details            storedDetails
 			createdMs, updated int64
 			revision           int64
 		)
-		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
-			&r.APIVersion, &r.UserUUID, &r.Status, &extra, &createdMs, &updated, &revision); err != nil {
+		dests := append([]any{&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
+			&r.APIVersion, &r.UserUUID, &r.Status, &extra}, details.dests()...)
+		dests = append(dests, &createdMs, &updated, &revision)
+		if err := rows.Scan(dests...); err != nil {
 			return fmt.Errorf("scan collection status: %w", err)
+		}
+		if err := details.decodeInto(&r); err != nil {
+			return fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 		}
 		if extra.Valid {
 			if r.ExtraInformation, err = decodeExtra(extra.String); err != nil {

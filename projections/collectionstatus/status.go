@@ -32,8 +32,25 @@ type Row struct {
 	// ExtraInformation is what the last status change attached; nil when it attached nothing,
 	// which is kept apart from an empty object.
 	ExtraInformation map[string]any
-	CreatedAt        time.Time // stored at ms precision, returned in UTC
-	UpdatedAt        time.Time // stored at ms precision, returned in UTC
+	// What the current status asks of the client, as the status change that set it recorded it.
+	// A later status change replaces all of them, clearing what it does not carry; accepted
+	// supplement-info clears RequiredInputTypes and Instructions, since the status then no
+	// longer takes input. Empty and nil are the same (stored as nothing, returned as nil).
+	RequiredInputTypes []string
+	Instructions       []collection.Instruction
+	Message            string
+	// EIDOrder is the pending electronic-ID order the status poll shows as an animated QR code
+	// and an autostart token; its StartedAt is kept at full precision (the QR code counts the
+	// seconds since it).
+	EIDOrder *collection.EIDOrder
+	// QRStartSecret is the EID order's QR secret. The query side needs it to compute the QR
+	// data at every poll; it must never be returned to a client. It lives only as long as the
+	// status that carried it: the next status change (final ones never carry one) clears it.
+	QRStartSecret string
+	// Deadline is when the current status stops waiting, nil when it does not wait.
+	Deadline  *collection.Deadline
+	CreatedAt time.Time // stored at ms precision, returned in UTC
+	UpdatedAt time.Time // stored at ms precision, returned in UTC
 	// Revision is the revision of the last event of the collection's stream folded into the row.
 	Revision uint64
 }
@@ -111,4 +128,101 @@ func decodeExtra(s string) (map[string]any, error) {
 		return nil, fmt.Errorf("decode extra information: %w", err)
 	}
 	return m, nil
+}
+
+// storedDetails is the stored form of a row's status details, the same in both adapters: text
+// columns holding JSON (or plain text for the message and the secret), "" for none. Empty-string
+// sentinels keep the ClickHouse columns plain Strings (no Nullable), and nil and empty never
+// need telling apart here.
+type storedDetails struct {
+	requiredInputTypes string
+	instructions       string
+	message            string
+	eidOrder           string
+	qrStartSecret      string
+	deadline           string
+}
+
+// detailColumns names the columns of storedDetails, in the order of its fields.
+const detailColumns = `required_input_types, instructions, message, eid_order, qr_start_secret, deadline`
+
+// detailColumnNames lists detailColumns one by one, for the migrations that add them to a
+// table created before they existed.
+var detailColumnNames = []string{"required_input_types", "instructions", "message", "eid_order", "qr_start_secret", "deadline"}
+
+func encodeDetails(r Row) (storedDetails, error) {
+	d := storedDetails{message: r.Message, qrStartSecret: r.QRStartSecret}
+	var err error
+	if len(r.RequiredInputTypes) > 0 {
+		if d.requiredInputTypes, err = encodeJSON(r.RequiredInputTypes); err != nil {
+			return d, fmt.Errorf("required input types: %w", err)
+		}
+	}
+	if len(r.Instructions) > 0 {
+		if d.instructions, err = encodeJSON(r.Instructions); err != nil {
+			return d, fmt.Errorf("instructions: %w", err)
+		}
+	}
+	if r.EIDOrder != nil {
+		order := *r.EIDOrder
+		order.StartedAt = order.StartedAt.UTC()
+		if d.eidOrder, err = encodeJSON(order); err != nil {
+			return d, fmt.Errorf("eid order: %w", err)
+		}
+	}
+	if r.Deadline != nil {
+		deadline := *r.Deadline
+		deadline.DueAt = deadline.DueAt.UTC()
+		if d.deadline, err = encodeJSON(deadline); err != nil {
+			return d, fmt.Errorf("deadline: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// args returns the stored details as query arguments, in the order of detailColumns.
+func (d storedDetails) args() []any {
+	return []any{d.requiredInputTypes, d.instructions, d.message, d.eidOrder, d.qrStartSecret, d.deadline}
+}
+
+// dests returns pointers to scan detailColumns into.
+func (d *storedDetails) dests() []any {
+	return []any{&d.requiredInputTypes, &d.instructions, &d.message, &d.eidOrder, &d.qrStartSecret, &d.deadline}
+}
+
+// decodeInto reverses encodeDetails.
+func (d storedDetails) decodeInto(r *Row) error {
+	r.Message, r.QRStartSecret = d.message, d.qrStartSecret
+	r.RequiredInputTypes, r.Instructions, r.EIDOrder, r.Deadline = nil, nil, nil, nil
+	if d.requiredInputTypes != "" {
+		if err := json.Unmarshal([]byte(d.requiredInputTypes), &r.RequiredInputTypes); err != nil {
+			return fmt.Errorf("decode required input types: %w", err)
+		}
+	}
+	if d.instructions != "" {
+		if err := json.Unmarshal([]byte(d.instructions), &r.Instructions); err != nil {
+			return fmt.Errorf("decode instructions: %w", err)
+		}
+	}
+	if d.eidOrder != "" {
+		r.EIDOrder = &collection.EIDOrder{}
+		if err := json.Unmarshal([]byte(d.eidOrder), r.EIDOrder); err != nil {
+			return fmt.Errorf("decode eid order: %w", err)
+		}
+	}
+	if d.deadline != "" {
+		r.Deadline = &collection.Deadline{}
+		if err := json.Unmarshal([]byte(d.deadline), r.Deadline); err != nil {
+			return fmt.Errorf("decode deadline: %w", err)
+		}
+	}
+	return nil
+}
+
+func encodeJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }

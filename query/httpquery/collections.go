@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
@@ -27,10 +28,12 @@ const (
 	MaxEventsLimit = 1000
 )
 
-// Companies is the port to the company catalog (connectors/catalog.Catalog satisfies it); the
-// presenter needs a company's market.
+// Companies is the port to the company catalog (connectors/catalog.Catalog satisfies it): the
+// presenter needs a company's market, and the company endpoints list the catalog.
 type Companies interface {
 	Get(id string) (company.Company, error)
+	// All lists every company, in a stable order.
+	All() []company.Company
 }
 
 // Deps are what the query routes need.
@@ -40,6 +43,8 @@ type Deps struct {
 	Companies Companies
 	// Data serves the data endpoints (data.go); they are mounted only when it is set.
 	Data query.DataReader
+	// Now is the clock of the status poll's animated QR data; nil means time.Now.
+	Now func() time.Time
 }
 
 // RegisterRoutes mounts the query routes. r must carry httpapi's middleware (NewEngine's engine,
@@ -48,9 +53,13 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	if d.Status == nil || d.History == nil || d.Companies == nil {
 		panic("httpquery.RegisterRoutes: Deps.Status, Deps.History and Deps.Companies are required")
 	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	h := &handlers{deps: d}
 	r.GET("/collections/:collectionId/status", h.status)
 	r.GET("/collections/:collectionId/events", h.events)
+	h.registerCompanies(r)
 	if d.Data != nil {
 		h.registerData(r)
 	}
@@ -105,6 +114,9 @@ func (h *handlers) status(c *gin.Context) {
 	if co, err := h.deps.Companies.Get(view.Company); err == nil {
 		market = co.Market
 	}
+	// What the status asks of the client, with the QR data of this very second; the QR secret
+	// stays on the server.
+	view.ExtraInformation = presenter.ExtraInformation(view, h.deps.Now())
 	// Polls must see the newest status; no cache may answer them.
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, presenter.CollectionStatus(string(httpapi.ServiceVersion(c)), market, view))

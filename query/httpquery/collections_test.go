@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
@@ -248,5 +249,91 @@ func TestEventsQueryValidation(t *testing.T) {
 		if code := problemCode(t, w, http.StatusBadRequest); code != httpapi.CodeValidationFailed {
 			t.Errorf("%s: code %s", q, code)
 		}
+	}
+}
+
+// TestStatusPollComputesTheQRData polls an EID order twice, a second apart on an injected clock:
+// the animated QR data changes, follows the algorithm, and the secret never leaves the server.
+func TestStatusPollComputesTheQRData(t *testing.T) {
+	const (
+		id     = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a60"
+		token  = "67df3917-fa0d-44e5-b327-edcc928297f8"
+		secret = "d28db9a7-4cde-429e-a983-359be676944c"
+	)
+	started := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	now := started.Add(10*time.Second + 400*time.Millisecond)
+	status := &fakeStatus{rows: map[string]query.StatusView{id: {
+		CollectionID: id, Tenant: "acme", Company: "se-demo-insurer", Product: "INSURANCE",
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", Status: "WAITING_FOR_USER_ACTION", UpdatedAt: started,
+		Message: "Scan the QR code with the EID app", QRStartSecret: secret,
+		EIDOrder: &query.EIDOrderView{QRStartToken: token, AutoStartToken: "auto-1", StartedAt: started},
+	}}}
+	eng := httpapi.NewEngine(httpapi.Options{Keys: keys{client.HashAPIKey(acmeKey): "acme"}})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: catalog.Sandbox(),
+		Now: func() time.Time { return now }})
+	e := &env{engine: eng}
+
+	poll := func() (map[string]any, string) {
+		w := e.get(t, "/collections/"+id+"/status", acmeKey, "2026-04-01")
+		if w.Code != http.StatusOK {
+			t.Fatalf("status = %d %s", w.Code, w.Body)
+		}
+		if strings.Contains(w.Body.String(), secret) {
+			t.Fatal("the QR secret is in the response")
+		}
+		var body struct {
+			ExtraInformation map[string]any `json:"extraInformation"`
+			PollingInterval  int64          `json:"pollingInterval"`
+		}
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		if body.PollingInterval != 1000 {
+			t.Fatalf("pollingInterval = %d", body.PollingInterval)
+		}
+		qr, _ := body.ExtraInformation["SWEDISH_MOBILE_EID_ANIMATED_QR_DATA"].(string)
+		return body.ExtraInformation, qr
+	}
+	first, qr1 := poll()
+	now = now.Add(time.Second)
+	_, qr2 := poll()
+	if qr1 != eid.QRData(token, secret, started, started.Add(10*time.Second)) || !strings.HasPrefix(qr1, "bankid."+token+".10.") {
+		t.Fatalf("first QR data %q", qr1)
+	}
+	if qr2 != eid.QRData(token, secret, started, started.Add(11*time.Second)) || qr2 == qr1 {
+		t.Fatalf("second QR data %q (first %q)", qr2, qr1)
+	}
+	if first["SWEDISH_MOBILE_EID_AUTOSTART_TOKEN"] != "auto-1" || first["MESSAGE"] != "Scan the QR code with the EID app" {
+		t.Fatalf("extraInformation = %v", first)
+	}
+	// 2025-01-01 presents wealth's WAITING_FOR_USER_ACTION as LOGIN, but the QR code still shows:
+	// LOGIN says "check extraInformation for further actions".
+	row := status.rows[id]
+	row.Product = "WEALTH"
+	status.rows[id] = row
+	w := e.get(t, "/collections/"+id+"/status", acmeKey, "2025-01-01")
+	var body map[string]any
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if body["status"] != "LOGIN" || body["extraInformation"].(map[string]any)["SWEDISH_MOBILE_EID_ANIMATED_QR_DATA"] == nil {
+		t.Fatalf("2025-01-01 wealth = %v", body)
+	}
+	// Once final, the order is gone from the poll.
+	row.Status = "AUTHENTICATION_TIMEOUT"
+	status.rows[id] = row
+	if extra, qr := poll(); qr != "" || extra["SWEDISH_MOBILE_EID_AUTOSTART_TOKEN"] != nil {
+		t.Fatalf("final status shows %v", extra)
+	}
+}
+
+func TestStatusPollShowsWhatTheStatusAsks(t *testing.T) {
+	e := newEnv(t)
+	row := e.status.rows[acmeID]
+	row.Status, row.ExtraInformation = "CONTACT_FORM_PENDING", nil
+	row.RequiredInputTypes = []string{"EMAIL", "MOBILE_PHONE_NUMBER"}
+	row.Instructions = []query.InstructionView{{RequestID: "r1", Method: "GET", URL: "https://company.example/x"}}
+	e.status.rows[acmeID] = row
+	w := e.get(t, "/collections/"+acmeID+"/status", acmeKey, "2026-04-01")
+	want := `"extraInformation":{"INSTRUCTIONS":[{"requestId":"r1","method":"GET","url":"https://company.example/x","headers":{}}],` +
+		`"REQUIRED_INPUT_TYPES":["EMAIL","MOBILE_PHONE_NUMBER"]}`
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), want) {
+		t.Fatalf("status = %d %s", w.Code, w.Body)
 	}
 }

@@ -41,6 +41,9 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorOverlappingBatches", testProjectorOverlap},
 		{"ProjectorIgnoresOtherCategories", testProjectorOtherCategories},
 		{"ProjectorUpcastsOldStarted", testProjectorOldStarted},
+		{"StatusDetailsRoundTrip", testDetailsRoundTrip},
+		{"StatusDetailsReplacedAndCleared", testDetailsReplaced},
+		{"ProjectorStatusDetails", testProjectorDetails},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,10 +70,28 @@ func row(id, tenant, status string, rev uint64) collectionstatus.Row {
 	}
 }
 
-// stored is what a row looks like after a round trip: times in UTC at ms precision.
+// stored is what a row looks like after a round trip: times in UTC at ms precision, except the
+// EID order's start and the deadline, which keep full precision (in UTC); empty detail lists
+// come back nil.
 func stored(r collectionstatus.Row) collectionstatus.Row {
 	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
 	r.UpdatedAt = r.UpdatedAt.UTC().Truncate(time.Millisecond)
+	if r.EIDOrder != nil {
+		order := *r.EIDOrder
+		order.StartedAt = order.StartedAt.UTC()
+		r.EIDOrder = &order
+	}
+	if r.Deadline != nil {
+		d := *r.Deadline
+		d.DueAt = d.DueAt.UTC()
+		r.Deadline = &d
+	}
+	if len(r.RequiredInputTypes) == 0 {
+		r.RequiredInputTypes = nil
+	}
+	if len(r.Instructions) == 0 {
+		r.Instructions = nil
+	}
 	return r
 }
 
@@ -470,4 +491,148 @@ func testProjectorOldStarted(t *testing.T, s collectionstatus.Store) {
 		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", APIVersion: "2025-01-01", Status: "RUNNING",
 		CreatedAt: at, UpdatedAt: at, Revision: 0,
 	})
+}
+
+// withDetails gives a row every status detail, with values that test quoting and precision.
+func withDetails(r collectionstatus.Row) collectionstatus.Row {
+	body := `{"personalNumber":"19900101-0017","quote":"'\"<>&"}`
+	r.RequiredInputTypes = []string{"EMAIL", "MOBILE_PHONE_NUMBER"}
+	r.Instructions = []collection.Instruction{
+		{RequestID: "r1", Method: "POST", URL: "https://company.example/eid/start?x=1&y='2'",
+			Headers: map[string]string{"Content-Type": "application/json", "X-Quote": `a"b\c`}, Body: &body},
+		{RequestID: "r2", Method: "GET", URL: "https://company.example/eid/collect"},
+	}
+	r.Message = "Öppna BankID-appen – 'citat' \"dubbel\" \\ snedstreck"
+	r.EIDOrder = &collection.EIDOrder{QRStartToken: "67df3917-fa0d-44e5-b327-edcc928297f8",
+		AutoStartToken: "7c40b5c9-fa74-49cf-b98c-bfe651f9a7c6",
+		StartedAt:      time.Date(2026, 3, 4, 6, 6, 7, 123_456_789, time.FixedZone("CET", 3600))}
+	r.QRStartSecret = "d28db9a7-4cde-429e-a983-359be676944c"
+	r.Deadline = &collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: time.Date(2026, 3, 4, 5, 6, 37, 987_654_321, time.UTC)}
+	return r
+}
+
+func testDetailsRoundTrip(t *testing.T, s collectionstatus.Store) {
+	in := withDetails(row("c-details", "acme", "WAITING_FOR_USER_ACTION", 3))
+	upsert(t, s, in)
+	want := stored(in)
+	got := get(t, s, "acme", "c-details")
+	assertRow(t, got, want)
+	if !got.EIDOrder.StartedAt.Equal(in.EIDOrder.StartedAt) || got.EIDOrder.StartedAt.Nanosecond() != 123_456_789 {
+		t.Fatalf("EID order start = %v, want %v at full precision", got.EIDOrder.StartedAt, in.EIDOrder.StartedAt)
+	}
+	many, err := s.GetMany(ctx(t), []string{"c-details"})
+	if err != nil {
+		t.Fatalf("GetMany: %v", err)
+	}
+	assertRow(t, many["c-details"], want)
+	listed, err := s.ListNonFinal(ctx(t), 0)
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("ListNonFinal = %v, %v", ids(listed), err)
+	}
+	assertRow(t, listed[0], want) // the connectors re-arm deadlines from it
+
+	// Empty lists are no lists; a row without details has none.
+	empty := row("c-empty-details", "acme", "LOGIN", 1)
+	empty.RequiredInputTypes, empty.Instructions = []string{}, []collection.Instruction{}
+	upsert(t, s, empty)
+	got = get(t, s, "acme", "c-empty-details")
+	if got.RequiredInputTypes != nil || got.Instructions != nil || got.EIDOrder != nil || got.Deadline != nil ||
+		got.Message != "" || got.QRStartSecret != "" {
+		t.Fatalf("empty details came back as %#v", got)
+	}
+}
+
+func testDetailsReplaced(t *testing.T, s collectionstatus.Store) {
+	first := withDetails(row("c-1", "acme", "WAITING_FOR_USER_ACTION", 3))
+	upsert(t, s, first)
+
+	// Another status with other details replaces every one of them.
+	next := row("c-1", "acme", "COLLECTION_INPUT_PENDING", 4)
+	next.RequiredInputTypes = []string{"EMAIL"}
+	next.Message = "Ange din e-post"
+	next.Deadline = &collection.Deadline{Kind: collection.DeadlineCollectionInput, DueAt: base.Add(2 * time.Minute)}
+	upsert(t, s, next)
+	assertRow(t, get(t, s, "acme", "c-1"), stored(next))
+
+	// An older revision with details cannot bring them back.
+	upsert(t, s, withDetails(row("c-1", "acme", "WAITING_FOR_USER_ACTION", 2)))
+	assertRow(t, get(t, s, "acme", "c-1"), stored(next))
+
+	// A status without details clears them all.
+	done := row("c-1", "acme", "COMPLETED", 5)
+	upsert(t, s, done)
+	got := get(t, s, "acme", "c-1")
+	assertRow(t, got, stored(done))
+	if got.QRStartSecret != "" || got.EIDOrder != nil {
+		t.Fatalf("a final status kept the EID order: %#v", got)
+	}
+}
+
+// testProjectorDetails feeds real encoded events: the status details come from
+// collection.status-changed (the QR secret from its personal member), accepted input clears what
+// the status asked for, and the next status replaces the rest.
+func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	const id = "c-details"
+	stream := collection.StreamName(id)
+	t0 := base
+	appendEv := func(at time.Duration, ev interface{ EventType() string }) eventschema.Envelope {
+		return log.Append("acme", stream, t0.Add(at), ev)
+	}
+	handle(t, p, []eventschema.Envelope{
+		appendEv(0, collection.Started{CollectionID: id, ClientID: "acme", Company: "se-demo-insurer",
+			Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
+			RequestHash: "h", StartedAt: t0}),
+		appendEv(time.Second, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: t0.Add(time.Second)}),
+	})
+	order := &collection.EIDOrder{QRStartToken: "qr-token", AutoStartToken: "auto-token", StartedAt: t0.Add(2*time.Second + 345*time.Millisecond)}
+	deadline := &collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: t0.Add(32 * time.Second)}
+	handle(t, p, []eventschema.Envelope{appendEv(2*time.Second, collection.StatusChanged{
+		From: collection.StatusLogin, To: collection.StatusWaitingForUserAction, Message: "Öppna BankID-appen",
+		EIDOrder: order, Deadline: deadline, ChangedAt: t0.Add(2 * time.Second),
+		Personal: &collection.StatusPersonal{QRStartSecret: "qr-secret"}})})
+	got := get(t, s, "acme", id)
+	if got.Status != "WAITING_FOR_USER_ACTION" || got.QRStartSecret != "qr-secret" || got.Message != "Öppna BankID-appen" ||
+		!reflect.DeepEqual(got.EIDOrder, &collection.EIDOrder{QRStartToken: "qr-token", AutoStartToken: "auto-token", StartedAt: order.StartedAt.UTC()}) ||
+		got.Deadline == nil || *got.Deadline != (collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: deadline.DueAt.UTC()}) ||
+		got.RequiredInputTypes != nil || got.Instructions != nil {
+		t.Fatalf("waiting for user action: %#v", got)
+	}
+
+	instructions := []collection.Instruction{{RequestID: "r1", Method: "POST", URL: "https://company.example/login"}}
+	handle(t, p, []eventschema.Envelope{appendEv(5*time.Second, collection.StatusChanged{
+		From: collection.StatusWaitingForUserAction, To: collection.StatusContactFormPending,
+		RequiredInputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, Instructions: instructions,
+		Deadline:  &collection.Deadline{Kind: collection.DeadlineContactForm, DueAt: t0.Add(125 * time.Second)},
+		ChangedAt: t0.Add(5 * time.Second)})})
+	got = get(t, s, "acme", id)
+	if !reflect.DeepEqual(got.RequiredInputTypes, []string{"EMAIL", "MOBILE_PHONE_NUMBER"}) || !reflect.DeepEqual(got.Instructions, instructions) ||
+		got.EIDOrder != nil || got.QRStartSecret != "" || got.Message != "" || got.Deadline.Kind != collection.DeadlineContactForm {
+		t.Fatalf("contact form pending: %#v", got)
+	}
+
+	supplied := appendEv(6*time.Second, collection.InputSupplied{Kind: collection.InputKindCollectionInput,
+		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0.Add(6 * time.Second), IdempotencyKey: "k", RequestHash: "h",
+		Personal: &collection.SuppliedValues{Inputs: []collection.Input{{Type: "EMAIL", Value: "a@b.se"}, {Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}}}})
+	handle(t, p, []eventschema.Envelope{supplied})
+	got = get(t, s, "acme", id)
+	if got.Status != "CONTACT_FORM_PENDING" || got.RequiredInputTypes != nil || got.Instructions != nil ||
+		got.Deadline == nil || got.Revision != supplied.Revision || !got.UpdatedAt.Equal(t0.Add(6*time.Second).Truncate(time.Millisecond)) {
+		t.Fatalf("after accepted input: %#v", got)
+	}
+
+	handle(t, p, []eventschema.Envelope{appendEv(7*time.Second, collection.StatusChanged{
+		From: collection.StatusContactFormPending, To: collection.StatusCollecting, ChangedAt: t0.Add(7 * time.Second)})})
+	got = get(t, s, "acme", id)
+	if got.Status != "COLLECTING" || got.Deadline != nil || got.Message != "" || got.EIDOrder != nil || got.QRStartSecret != "" {
+		t.Fatalf("collecting: %#v", got)
+	}
+
+	// The whole stream again, in one batch, into a fresh row: the same end state.
+	if err := s.Reset(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	handle(t, p, log.All())
+	assertRow(t, get(t, s, "acme", id), got)
 }
