@@ -249,9 +249,10 @@ func writeSupplementError(c *gin.Context, err error) {
 }
 
 // cannotCancel answers DELETE /collections/{collectionId}. The answer is the same for every id,
-// known or not, so it reveals nothing about other clients' collections.
+// known or not, so it reveals nothing about other clients' collections. The collection itself has
+// no method at all (its status, data and events are sub-resources), hence an empty Allow.
 func cannotCancel(c *gin.Context) {
-	c.Header("Allow", http.MethodGet)
+	c.Writer.Header()["Allow"] = []string{""} // gin's c.Header deletes a header set to ""
 	httpapi.AbortProblem(c, http.StatusMethodNotAllowed, CodeCollectionCannotBeCancelled,
 		"A collection cannot be cancelled by the client; it ends by itself in a final status.")
 }

@@ -226,7 +226,7 @@ func TestDeleteCollectionIsRefused(t *testing.T) {
 		w := httptest.NewRecorder()
 		e.engine.ServeHTTP(w, r)
 		problemOf(t, w, http.StatusMethodNotAllowed, httpcmd.CodeCollectionCannotBeCancelled)
-		if w.Header().Get("Allow") != http.MethodGet {
+		if allow, ok := w.Header()["Allow"]; !ok || len(allow) != 1 || allow[0] != "" {
 			t.Fatalf("Allow = %q", w.Header().Get("Allow"))
 		}
 	}
