@@ -190,17 +190,37 @@ func (e *env) start(companyID, loginMethod, personalNumber string) (string, even
 
 func (e *env) startAt(companyID, loginMethod, personalNumber string, now time.Time) (string, eventschema.Envelope) {
 	e.t.Helper()
+	return e.startWith(startOpts{company: companyID, loginMethod: loginMethod, personalNumber: personalNumber, at: now})
+}
+
+// startOpts is a collection request as the command side would accept it.
+type startOpts struct {
+	company, loginMethod, personalNumber, accountOwnerName string
+	// pdf is the letter of a PDF_UPLOAD collection.
+	pdf []byte
+	at  time.Time
+}
+
+func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
+	e.t.Helper()
 	ctx := context.Background()
-	co, err := catalog.Sandbox().Get(companyID)
+	if o.at.IsZero() {
+		o.at = time.Now()
+	}
+	co, err := catalog.Sandbox().Get(o.company)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	id := uuid.NewString()
 	var c collection.Collection
-	events, err := c.Start(collection.StartRequest{
-		CollectionID: id, ClientID: clientID, Company: co.ForCollection(), LoginMethod: loginMethod,
-		APIVersion: "2026-04-01", PersonalNumber: personalNumber, RequestHash: "h",
-	}, now)
+	req := collection.StartRequest{
+		CollectionID: id, ClientID: clientID, Company: co.ForCollection(), LoginMethod: o.loginMethod,
+		APIVersion: "2026-04-01", PersonalNumber: o.personalNumber, AccountOwnerName: o.accountOwnerName, RequestHash: "h",
+	}
+	if o.pdf != nil {
+		req.PDF = &collection.UploadedPDF{DocumentID: uuid.NewString(), FileName: "letter.pdf", Content: o.pdf}
+	}
+	events, err := c.Start(req, o.at)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -327,4 +347,51 @@ func (e *env) nonFinal() worker.ActiveCollections {
 		}
 		return ids, nil
 	})
+}
+
+// changes decodes the collection's status changes, in order.
+func (e *env) changes(id string) []collection.StatusChanged {
+	e.t.Helper()
+	var out []collection.StatusChanged
+	for _, env := range e.envelopes(id) {
+		if env.Type != collection.EventStatusChanged {
+			continue
+		}
+		ev, err := e.reg.Decode(env)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev.(collection.StatusChanged))
+	}
+	return out
+}
+
+// supply appends CollectionInput as the command side's supplement-info does.
+func (e *env) supply(id string, inputs ...collection.Input) {
+	e.t.Helper()
+	c := e.load(id)
+	events, err := c.SupplyInput(inputs, time.Now())
+	if err != nil {
+		e.t.Fatalf("supply input: %v (status %s)", err, c.Status())
+	}
+	e.save(id, c, events...)
+}
+
+// supplyResponses appends a ResponseObject as the command side's supplement-info does.
+func (e *env) supplyResponses(id string, responses ...collection.ClientResponse) {
+	e.t.Helper()
+	c := e.load(id)
+	events, err := c.SupplyClientResponses(responses, time.Now())
+	if err != nil {
+		e.t.Fatalf("supply responses: %v (status %s)", err, c.Status())
+	}
+	e.save(id, c, events...)
+}
+
+// handle hands the started envelopes to the worker as the Kafka consumer would.
+func (e *env) handle(w *worker.Worker, started ...eventschema.Envelope) {
+	e.t.Helper()
+	if err := w.HandleBatch(context.Background(), started); err != nil {
+		e.t.Fatal(err)
+	}
 }

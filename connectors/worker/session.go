@@ -11,7 +11,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
-	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/domain/company"
 )
 
 var (
@@ -42,6 +42,21 @@ type session struct {
 	causation string
 	log       *slog.Logger
 	company   string
+
+	// inherited are the deadlines the collection waited under when this session took it over
+	// (after a restart or from a dead worker): a new login that asks the user for the same
+	// thing again does not give them more time.
+	inherited map[collection.DeadlineKind]time.Time
+	// carried is input the client supplied to the status this session took over; the new
+	// company login gets it as soon as it asks for input, so accepted input is not lost to a
+	// restart. Personal data: never logged.
+	carried []collection.Input
+	// forwarded is when the input last sent to the company was supplied, so that a poll before
+	// the status moved on does not send it twice.
+	forwarded time.Time
+	// notice is Samla's own message on the current status (why input was not taken); it
+	// stays in place of the company's text until the status moves on.
+	notice string
 }
 
 func (w *Worker) runSession(id, causation string) {
@@ -92,6 +107,14 @@ func (s *session) run(ctx context.Context) error {
 	s.company = c.Company()
 	s.log = s.log.With("company", s.company)
 
+	// A deadline that passed, e.g. while the service was down, fires before anything else, and
+	// whoever sees it first enforces it: ending a collection whose time is up needs no company
+	// session, so even another worker's live claim does not stand in the way.
+	if s.due(c) {
+		if expired, err := s.expire(ctx, false); expired || err != nil {
+			return err
+		}
+	}
 	c, err = s.mutate(ctx, false, func(c *collection.Collection) ([]domain.Event, error) {
 		return c.Claim(s.w.cfg.WorkerID, s.w.now(), s.w.cfg.StaleClaimAfter)
 	})
@@ -117,15 +140,17 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	if !co.Supports(c.LoginMethod()) {
 		return s.finish(ctx, collection.StatusLoginMethodNotApplicable, nil)
 	}
-	if c.Product() != collection.ProductInsurance {
-		return s.finish(ctx, collection.StatusFailed, fmt.Errorf("collecting %s is not implemented", c.Product()))
+	s.takeOver(c)
+	if c.LoginMethod() == company.LoginPDFUpload {
+		return s.drivePDF(ctx, c, co.ID)
 	}
 
 	// A session resumed at COLLECTING cannot go back to LOGIN (the state machine forbids it),
 	// so it signs in again quietly; every other status restarts the login at the company,
-	// whose earlier session this worker no longer knows.
+	// whose earlier session this worker no longer knows (and whose EID order, QR code or
+	// instructions are dead: LOGIN clears them from the status).
 	if c.Status() != collection.StatusCollecting {
-		if c, err = s.advance(ctx, c, collection.StatusLogin, nil); err != nil {
+		if c, err = s.advance(ctx, c, collection.StatusLogin); err != nil {
 			return err
 		}
 	}
@@ -139,78 +164,274 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	}
 	defer s.endCompanySession(ctx, co.ID, &cs)
 
-	for cs.State != LoginAuthenticated {
-		switch cs.State {
-		case LoginFailed:
-			return s.finish(ctx, cs.Outcome, nil)
-		case LoginAwaitingUser:
-			if c, err = s.advance(ctx, c, collection.StatusWaitingForUserAction, cs.ExtraInformation); err != nil {
-				return err
-			}
-		}
-		if s.pastDeadline(c) {
-			return s.finish(ctx, timeoutOutcome(c.Status()), errors.New("session deadline passed while signing in"))
-		}
-		if err := sleep(ctx, s.w.cfg.PollInterval); err != nil {
-			return err
-		}
-		if c, err = s.renewClaim(ctx, c); err != nil {
-			return err
-		}
-		next, err := s.w.cfg.Companies.PollLogin(ctx, co.ID, cs)
-		if err != nil {
-			return s.companyFailed(ctx, err)
-		}
-		cs = next
-	}
-
-	if !s.samePerson(c.Person().PersonalNumber, cs.AuthenticatedPersonalNumber) {
-		return s.finish(ctx, collection.StatusAuthenticationMismatch, nil)
-	}
-	if c, err = s.advance(ctx, c, collection.StatusCollecting, nil); err != nil {
+	c, cs, err = s.signIn(ctx, c, co.ID, cs)
+	if err != nil || c == nil {
 		return err
 	}
-	data, err := s.w.cfg.Companies.Insurances(ctx, co.ID, cs)
-	if err != nil {
-		return s.companyFailed(ctx, err)
-	}
-	return s.complete(ctx, data)
+	return s.collect(ctx, c, co.ID, cs, true)
 }
 
-// complete records the insurances and the final status in one append, so that a collection
-// is never COMPLETED without its data nor left COLLECTING with data recorded.
-func (s *session) complete(ctx context.Context, data InsuranceData) error {
-	final := collection.StatusCompleted
-	if len(data.Insurances) == 0 {
-		final = collection.StatusCompletedEmpty
+// takeOver notes what the collection waited for when this session took it: the deadlines of
+// the user's steps, which a new login must not extend, and input already supplied.
+func (s *session) takeOver(c *collection.Collection) {
+	s.inherited = map[collection.DeadlineKind]time.Time{}
+	if d := c.Deadline(); d != nil && d.Kind != collection.DeadlineEIDOrder {
+		// An EID order is not inherited: the new login starts a new order with its own time.
+		s.inherited[d.Kind] = d.DueAt
 	}
-	c, err := s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
-		now := s.w.now()
-		var events []domain.Event
-		if len(data.Insurances) > 0 {
-			recorded, err := c.RecordInsurances(data.Insurances, data.HolderNames, now)
-			if err != nil {
-				return nil, err
+	if in := c.SuppliedInput(); in != nil && in.Kind == collection.InputKindCollectionInput && in.Personal != nil {
+		s.carried = in.Personal.Inputs
+	}
+}
+
+// signIn follows the company login until it is authenticated, showing each step on the
+// collection and forwarding what the client supplies. It returns a nil collection once the
+// collection has ended (the outcome is recorded).
+func (s *session) signIn(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession) (*collection.Collection, CompanySession, error) {
+	for {
+		switch cs.State {
+		case LoginAuthenticated:
+			return c, cs, nil
+		case LoginFailed:
+			return nil, cs, s.finish(ctx, cs.Outcome, fmt.Errorf("company login failed (%s)", cs.FailureReason))
+		}
+		if c.Status() == collection.StatusCollecting && needsClient(cs.State) {
+			// A quiet re-login cannot show the client anything (COLLECTING cannot go back).
+			return nil, cs, s.finish(ctx, collection.StatusFailed, fmt.Errorf("the re-login at COLLECTING needs the user (%s)", cs.State))
+		}
+		if next, ok, err := s.forwardCarried(ctx, companyID, cs); err != nil {
+			return nil, cs, s.companyFailed(ctx, err)
+		} else if ok {
+			cs = next
+			continue
+		}
+		var err error
+		if c, err = s.show(ctx, c, cs); err != nil {
+			return nil, cs, err
+		}
+		if in := c.SuppliedInput(); in != nil && !s.forwarded.IsZero() && in.SuppliedAt.Equal(s.forwarded) {
+			// The company took the input and asks the very same again: the aggregate would
+			// hold the old input and refuse new input until the deadline, so reopen it.
+			if c, err = s.reopen(ctx, "The company needs the input again."); err != nil {
+				return nil, cs, err
 			}
-			events = append(events, recorded...)
 		}
-		// Decided on the same state as the record: recording does not move the status.
-		changed, err := c.ChangeStatus(final, nil, now)
+
+		var done bool
+		c, cs, done, err = s.poll(ctx, c, companyID, cs)
+		if done || err != nil {
+			return nil, cs, err
+		}
+	}
+}
+
+// poll waits for one poll interval and returns the login's next state: the company's answer
+// to forwarded input, or its state at the next poll. done means the collection ended here
+// (a deadline passed); c is then stale.
+func (s *session) poll(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession) (*collection.Collection, CompanySession, bool, error) {
+	wait := s.w.cfg.PollInterval
+	if d := c.Deadline(); d != nil {
+		// Wake up when the deadline passes rather than up to a poll interval later (but never
+		// spin on a deadline that passed while the company moved on).
+		wait = min(wait, max(d.DueAt.Sub(s.w.now())+time.Millisecond, 5*time.Millisecond))
+	}
+	if err := sleep(ctx, wait); err != nil {
+		return c, cs, false, err
+	}
+	c, err := s.renewClaim(ctx, c)
+	if err != nil {
+		return c, cs, false, err
+	}
+	// The aggregate is read again at every poll: the command side appends the client's input
+	// (supplement-info) to it, and another worker may have ended it.
+	if c, err = s.load(ctx); err != nil {
+		return c, cs, false, err
+	}
+	switch {
+	case c.Status().IsFinal():
+		return c, cs, false, errEnded
+	case c.ClaimedBy() != s.w.cfg.WorkerID:
+		return c, cs, false, errDropped
+	}
+	d := c.Deadline()
+	if in := c.SuppliedInput(); in != nil && !in.SuppliedAt.Equal(s.forwarded) && (d == nil || !in.SuppliedAt.After(d.DueAt)) {
+		// Input given in time is answered even when the deadline passes while it is on its
+		// way to the company.
+		next, err := s.forward(ctx, c, companyID, cs, *in)
 		if err != nil {
-			return nil, err
+			return c, cs, false, s.companyFailed(ctx, err)
 		}
-		return append(events, changed...), nil
+		return c, next, false, nil
+	}
+	if s.due(c) {
+		// The deadline is Samla's; one last look at the company tells whether the user acted
+		// before the worker noticed (signed, picked a method). A company still waiting for the
+		// same thing, or one that cannot answer, ends the collection in the timeout status.
+		if next, err := s.w.cfg.Companies.PollLogin(ctx, companyID, cs); err == nil && !waitsUnder(next.State, d.Kind) {
+			return c, next, false, nil
+		} else if ctx.Err() != nil {
+			return c, cs, false, ctx.Err()
+		}
+		expired, err := s.expire(ctx, true)
+		return c, cs, expired, err
+	}
+	if s.pastDeadline(c) {
+		return c, cs, true, s.finish(ctx, timeoutOutcome(c.Status()), errors.New("session deadline passed while signing in"))
+	}
+	next, err := s.w.cfg.Companies.PollLogin(ctx, companyID, cs)
+	if err != nil {
+		return c, cs, true, s.companyFailed(ctx, err)
+	}
+	return c, next, false, nil
+}
+
+// forward sends input the client supplied to the company. The company refusing values
+// (ErrInputRejected) does not end the collection: the spec lets the user correct input until
+// the deadline, so the status is recorded again with the company's reasons, which lets the
+// client post again under the same deadline. A company that no longer waits for it
+// (ErrNotAwaiting) is asked where it stands instead.
+func (s *session) forward(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession, in collection.InputSupplied) (CompanySession, error) {
+	s.forwarded = in.SuppliedAt
+	if in.Personal == nil {
+		// The values were erased (crypto-shredding) before they could be sent.
+		_, err := s.reopen(ctx, "The input could not be read; please submit it again.")
+		return cs, err
+	}
+	var next CompanySession
+	var err error
+	switch in.Kind {
+	case collection.InputKindClientResponses:
+		next, err = s.w.cfg.Companies.SubmitClientResponses(ctx, companyID, cs, in.Personal.Responses)
+	default:
+		next, err = s.w.cfg.Companies.SubmitInputs(ctx, companyID, cs, in.Personal.Inputs)
+	}
+	var rejected *InputRejectedError
+	switch {
+	case err == nil:
+		s.log.Info("client input forwarded to the company", "kind", in.Kind, "status", c.Status())
+		return next, nil
+	case errors.As(err, &rejected):
+		s.log.Info("the company rejected the client's input; the client may post again", "fields", len(rejected.Fields))
+		_, err := s.reopen(ctx, rejectionMessage(rejected))
+		return cs, err
+	case errors.Is(err, ErrInputRejected):
+		_, err := s.reopen(ctx, "The company did not accept the input; please check it and submit it again.")
+		return cs, err
+	case errors.Is(err, ErrNotAwaiting):
+		s.log.Info("the company no longer waits for the client's input", "kind", in.Kind)
+		return s.w.cfg.Companies.PollLogin(ctx, companyID, cs)
+	}
+	return cs, err
+}
+
+// forwardCarried gives a new login the input supplied before the takeover, once, when it asks
+// for input. ok reports that the company took it; a refusal just shows the request to the
+// client again.
+func (s *session) forwardCarried(ctx context.Context, companyID string, cs CompanySession) (CompanySession, bool, error) {
+	if len(s.carried) == 0 || (cs.State != LoginContactFormRequired && cs.State != LoginInputRequired) {
+		return cs, false, nil
+	}
+	inputs := s.carried
+	s.carried = nil
+	next, err := s.w.cfg.Companies.SubmitInputs(ctx, companyID, cs, inputs)
+	switch {
+	case err == nil:
+		s.log.Info("input supplied before the takeover forwarded to the new login")
+		return next, true, nil
+	case errors.Is(err, ErrInputRejected), errors.Is(err, ErrNotAwaiting):
+		// The error may quote the company's reasons; the log keeps to what happened.
+		s.log.Info("input supplied before the takeover not taken; asking the client again", "rejected", errors.Is(err, ErrInputRejected))
+		return cs, false, nil
+	}
+	return cs, false, err
+}
+
+func rejectionMessage(e *InputRejectedError) string {
+	msg := "The company did not accept the input"
+	for i, f := range e.Fields {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		msg += sep + f.Field + " " + f.Message
+	}
+	return msg + ". Please correct it and submit it again."
+}
+
+// reopen records the current status again with a new message, which clears the input the
+// aggregate holds, so that the client can post supplement-info again. The deadline stays.
+func (s *session) reopen(ctx context.Context, message string) (*collection.Collection, error) {
+	return s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+		if c.SuppliedInput() == nil {
+			return nil, nil
+		}
+		d := detailsOf(c.Current())
+		if d.Message == message {
+			// The same reason twice must still record something, or the input stays held.
+			message += " (again)"
+		}
+		d.Message, s.notice = message, message
+		return c.ChangeStatusWith(c.Status(), d, s.w.now())
+	})
+}
+
+// needsClient tells the login states that only the user or the client can move on.
+func needsClient(st LoginState) bool {
+	switch st {
+	case LoginAwaitingClient, LoginTwoFactorMethodSelection, LoginContactFormRequired, LoginInputRequired:
+		return true
+	}
+	return false
+}
+
+// show records the status that shows the company session, when it says something new.
+func (s *session) show(ctx context.Context, c *collection.Collection, cs CompanySession) (*collection.Collection, error) {
+	to, _ := s.target(c, cs, s.w.now())
+	if c.Status() != to && !collection.CanTransition(c.Status(), to) {
+		return c, nil
+	}
+	return s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+		now := s.w.now()
+		to, d := s.target(c, cs, now)
+		if c.Status() != to && !collection.CanTransition(c.Status(), to) {
+			return nil, nil // the step is behind the collection (a quiet re-login at COLLECTING)
+		}
+		return c.ChangeStatusWith(to, d, now)
+	})
+}
+
+// due reports whether the current status's deadline has passed.
+func (s *session) due(c *collection.Collection) bool {
+	d := c.Deadline()
+	return d != nil && !c.Status().IsFinal() && !s.w.now().Before(d.DueAt)
+}
+
+// expire ends the collection in its deadline's timeout status and reports whether it did: the
+// collection may have moved on meanwhile (another worker forwarded the input just in time),
+// which leaves nothing to expire. mustOwn is false before the claim: a passed deadline is
+// enforced whoever runs the session.
+func (s *session) expire(ctx context.Context, mustOwn bool) (bool, error) {
+	var kind collection.DeadlineKind
+	c, err := s.mutate(ctx, mustOwn, func(c *collection.Collection) ([]domain.Event, error) {
+		if d := c.Deadline(); d != nil {
+			kind = d.Kind
+		}
+		return c.ExpireDeadline(s.w.now())
 	})
 	if err != nil {
-		return err
+		return errors.Is(err, errEnded), err
 	}
-	s.ended(c.Status(), len(data.Insurances))
-	return nil
+	if !c.Status().IsFinal() {
+		return false, nil
+	}
+	s.log.Info("deadline passed", "deadline", kind)
+	s.ended(c.Status(), 0)
+	return true, nil
 }
 
-// advance moves to a non-final status when the state machine allows it from where the
+// advance moves to a status without details when the state machine allows it from where the
 // collection is; otherwise the step is already behind it (e.g. a quiet re-login at COLLECTING).
-func (s *session) advance(ctx context.Context, c *collection.Collection, to collection.Status, extra map[string]any) (*collection.Collection, error) {
+func (s *session) advance(ctx context.Context, c *collection.Collection, to collection.Status) (*collection.Collection, error) {
 	if c.Status() == to {
 		return c, nil
 	}
@@ -218,23 +439,47 @@ func (s *session) advance(ctx context.Context, c *collection.Collection, to coll
 		if c.Status() == to || !collection.CanTransition(c.Status(), to) {
 			return nil, nil
 		}
-		return c.ChangeStatus(to, extra, s.w.now())
+		return c.ChangeStatusWith(to, collection.StatusDetails{}, s.w.now())
 	})
 }
 
+// bridges are the steps an outcome implies when the company reports it from a status the
+// state machine does not end that way from: a wrong two-factor code means the user was at the
+// two-factor step, a refused login method that the login had started.
+var bridges = map[collection.Status]collection.Status{
+	collection.StatusIncorrectTwoFactorCode:   collection.StatusTwoFactorPending,
+	collection.StatusLoginMethodNotApplicable: collection.StatusLogin,
+}
+
 // finish ends the collection. An outcome the state machine does not allow from the current
-// status (a company answer that makes no sense there) ends it FAILED instead.
+// status (nor through its bridge) ends it FAILED instead.
 func (s *session) finish(ctx context.Context, to collection.Status, cause error) error {
 	if cause != nil {
-		s.log.Warn("ending collection", "status", to, "cause", cause)
+		s.log.Info("ending collection", "status", to, "cause", cause)
 	}
 	c, err := s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
-		target := to
-		if !collection.CanTransition(c.Status(), target) {
-			s.log.Warn("outcome not allowed from current status; ending FAILED", "from", c.Status(), "outcome", to)
-			target = collection.StatusFailed
+		now := s.w.now()
+		if collection.CanTransition(c.Status(), to) {
+			return c.ChangeStatusWith(to, collection.StatusDetails{}, now)
 		}
-		return c.ChangeStatus(target, nil, s.w.now())
+		if via, ok := bridges[to]; ok && collection.CanTransition(c.Status(), via) && collection.CanTransition(via, to) {
+			first, err := c.ChangeStatusWith(via, collection.StatusDetails{}, now)
+			if err != nil {
+				return nil, err
+			}
+			// Decide the outcome on the state after the bridge, without touching c (mutate
+			// applies both events to it once they are stored).
+			next := *c
+			for _, e := range first {
+				if err := next.Apply(e); err != nil {
+					return nil, err
+				}
+			}
+			last, err := next.ChangeStatusWith(to, collection.StatusDetails{}, now)
+			return append(first, last...), err
+		}
+		s.log.Warn("outcome not allowed from current status; ending FAILED", "from", c.Status(), "outcome", to)
+		return c.ChangeStatusWith(collection.StatusFailed, collection.StatusDetails{}, now)
 	})
 	if err != nil {
 		return err
@@ -243,11 +488,11 @@ func (s *session) finish(ctx context.Context, to collection.Status, cause error)
 	return nil
 }
 
-func (s *session) ended(status collection.Status, insurances int) {
+func (s *session) ended(status collection.Status, records int) {
 	if m := s.w.cfg.Metrics; m != nil {
 		m.ConnectorOutcomes.WithLabelValues(s.company, string(status)).Inc()
 	}
-	s.log.Info("collection finished", "status", status, "insurances", insurances)
+	s.log.Info("collection finished", "status", status, "records", records)
 }
 
 // companyFailed turns an adapter error into the collection's outcome. A cancelled ctx is a
@@ -258,6 +503,10 @@ func (s *session) companyFailed(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, ErrLoginMethodNotSupported) {
 		return s.finish(ctx, collection.StatusLoginMethodNotApplicable, err)
+	}
+	var se *storeError
+	if errors.As(err, &se) || errors.Is(err, errEnded) || errors.Is(err, errDropped) {
+		return err // not the company's doing
 	}
 	return s.finish(ctx, collection.StatusThirdPartyError, err)
 }
@@ -366,21 +615,8 @@ func (s *session) pastDeadline(c *collection.Collection) bool {
 	return !c.StartedAt().IsZero() && s.w.now().After(c.StartedAt().Add(s.w.cfg.MaxSessionDuration))
 }
 
-// samePerson applies the spec's mismatch rule (b): when the company says who signed in, it
-// must be the person the collection was started for. Without either number nothing can be
-// compared, and the collection goes on.
-func (s *session) samePerson(requested, authenticated string) bool {
-	if requested == "" || authenticated == "" {
-		return true
-	}
-	if n, err := personnummer.Parse(authenticated, s.w.now()); err == nil {
-		authenticated = n.String()
-	}
-	return requested == authenticated
-}
-
-// timeoutOutcome is how a collection ends when its deadline passes: waiting for the user's
-// signature is an authentication timeout, anything else a plain failure.
+// timeoutOutcome is how a collection ends when the session's overall limit passes: waiting for
+// the user's signature is an authentication timeout, anything else a plain failure.
 func timeoutOutcome(st collection.Status) collection.Status {
 	if st == collection.StatusWaitingForUserAction {
 		return collection.StatusAuthenticationTimeout

@@ -8,6 +8,14 @@
 // collections a read model lists as non-final (Run, Resume). A shutdown leaves sessions where
 // they are, without a final status; the same worker id claims them again after a restart and
 // another worker takes them over once the claim has gone stale.
+//
+// The session (session.go) maps the company's login states to collection statuses (the table
+// is in status.go), forwards the input and client responses the command side appends
+// (supplement-info) and reads every data product (collect.go). The user's deadlines are
+// recorded with the status that waits (collection.Deadline): every poll re-reads the
+// aggregate and enforces a passed deadline, and a session that starts on a collection whose
+// deadline passed, e.g. while the service was down, ends it at once without a claim or a call
+// to the company.
 package worker
 
 import (
@@ -52,8 +60,26 @@ type Config struct {
 	SweepLimit int
 	// MaxSessionDuration ends a collection that has not finished this long after it started
 	// (default 10 min). It is measured from the collection.started event, so it holds across
-	// restarts: a collection resumed after its deadline ends at once.
+	// restarts: a collection resumed after its deadline ends at once. It is a backstop; the
+	// deadlines below are what the user sees.
 	MaxSessionDuration time.Duration
+
+	// The user's deadlines (SANDBOX.md's SAMLA_* timeouts). Each is recorded with the status
+	// that waits (collection.Deadline), so that it survives restarts and any worker can enforce
+	// it; zero takes the default noted.
+	//
+	// ContactFormTimeout: CONTACT_FORM_PENDING without input turns CONTACT_FORM (default 2 min).
+	ContactFormTimeout time.Duration
+	// InputTimeout: COLLECTION_INPUT_PENDING without input turns COLLECTION_INPUT_TIMEOUT
+	// (default 2 min).
+	InputTimeout time.Duration
+	// MethodSelectionTimeout: a two-factor method not chosen in time turns
+	// TWO_FACTOR_METHOD_SELECTION_TIMEOUT (default 1 min).
+	MethodSelectionTimeout time.Duration
+	// EIDOrderTimeout: an electronic-ID order not signed this long after it started turns
+	// AUTHENTICATION_TIMEOUT (default 30 s). The client-side method's instructions get twice as
+	// long: one period for the client to start the order on the device, one for the order.
+	EIDOrderTimeout time.Duration
 }
 
 // Worker runs company sessions. It is safe for concurrent use.
@@ -98,6 +124,10 @@ func New(cfg Config) *Worker {
 	def(&cfg.PollInterval, time.Second)
 	def(&cfg.SweepInterval, 15*time.Second)
 	def(&cfg.MaxSessionDuration, 10*time.Minute)
+	def(&cfg.ContactFormTimeout, 2*time.Minute)
+	def(&cfg.InputTimeout, 2*time.Minute)
+	def(&cfg.MethodSelectionTimeout, time.Minute)
+	def(&cfg.EIDOrderTimeout, 30*time.Second)
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 64
 	}

@@ -132,9 +132,14 @@ func Start(ctx context.Context, cfg *config.Config, roles Roles, logger *slog.Lo
 		s.closers = append(s.closers, models.Close)
 	}
 	if roles.Connect && cfg.Sandbox {
+		// The companies' EID orders expire when Samla's EID deadline does, so that both tell the
+		// same story. The simulated user enters a two-factor code after a second, as a person
+		// would; that also leaves a poll of the company time to see TWO_FACTOR_PENDING. The
+		// companies' own steps and the slow product keep the sandbox's realistic defaults.
 		sb, err := sandbox.Start(context.Background(), sandbox.WithAddr(cfg.SandboxAddr),
 			sandbox.WithLatency(0, time.Duration(cfg.SandboxLatencyMS)*time.Millisecond),
-			sandbox.WithMockSignDelay(cfg.MockSignDelay), sandbox.WithLogger(logger.With("role", "sandbox")))
+			sandbox.WithMockSignDelay(cfg.MockSignDelay), sandbox.WithEIDOrderTimeout(cfg.EIDOrderTimeout),
+			sandbox.WithUserDelay(sandboxUserDelay), sandbox.WithLogger(logger.With("role", "sandbox")))
 		if err != nil {
 			return nil, fmt.Errorf("start sandbox: %w", err)
 		}
@@ -280,14 +285,28 @@ func (s *Service) startProjections(ctx context.Context) {
 	}
 }
 
+// sandboxUserDelay is how long the sandbox's simulated user takes to act at a company (enter a
+// two-factor code).
+const sandboxUserDelay = time.Second
+
 func (s *Service) startConnector(ctx context.Context) error {
 	workerID, err := s.workerID()
 	if err != nil {
 		return err
 	}
 	baseURL := func(string) string { return "" }
-	if s.sandbox != nil {
+	switch {
+	case s.sandbox != nil:
 		baseURL = s.sandbox.BaseURL
+	case s.cfg.CompaniesURL != "":
+		// A standalone `samla sandbox` (or anything serving its API) elsewhere.
+		root := strings.TrimRight(s.cfg.CompaniesURL, "/")
+		baseURL = func(companyID string) string {
+			if _, err := s.catalog.Get(companyID); err != nil {
+				return "" // never call a host about a company the catalog does not know
+			}
+			return root + "/sandbox/companies/" + companyID // catalog ids are URL-safe slugs
+		}
 	}
 	companies, err := company.New(company.Config{BaseURL: baseURL, Metrics: s.metrics, Logger: s.log})
 	if err != nil {
@@ -298,6 +317,10 @@ func (s *Service) startConnector(ctx context.Context) error {
 		WorkerID: workerID, Repo: repository.New(s.store, s.registry, nil), Catalog: s.catalog,
 		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
 		MaxSessions: s.cfg.MaxSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
+		// The user's deadlines; they are recorded with the statuses that wait, so a restarted
+		// or another worker enforces them.
+		ContactFormTimeout: s.cfg.ContactFormTimeout, InputTimeout: s.cfg.InputTimeout,
+		MethodSelectionTimeout: s.cfg.MethodSelectionTimeout, EIDOrderTimeout: s.cfg.EIDOrderTimeout,
 		Active: worker.ActiveCollectionsFunc(func(ctx context.Context, limit int) ([]string, error) {
 			rows, err := status.ListNonFinal(ctx, limit)
 			if err != nil {

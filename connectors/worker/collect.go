@@ -1,0 +1,309 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/personnummer"
+)
+
+// recordable tells the data products a collection of a product keeps. Personal information of
+// an insurance company has no place in insurance data; it only serves the person check.
+func recordable(p collection.Product, d DataProduct) bool {
+	switch p {
+	case collection.ProductInsurance:
+		return d == ProductInsurances || d == ProductGroupInsurances
+	case collection.ProductWealth:
+		switch d {
+		case ProductPensions, ProductInvestments, ProductAccounts, ProductCards, ProductLoans,
+			ProductSavings, ProductPersonalInformation, ProductCareerStatement:
+			return true
+		}
+	}
+	return false
+}
+
+// collected is what the products of one session returned, before it is recorded.
+type collected struct {
+	insurances  []collection.Insurance
+	holderNames map[string]string
+	wealth      collection.WealthData
+	documents   []collection.Document
+	fetched     map[DataProduct]bool
+	timedOut    []DataProduct
+}
+
+// add keeps one product's data. A record a company lists twice (in two products) is kept once:
+// the domain refuses repeated ids, and a harmless overlap must not fail the collection.
+func (g *collected) add(collectionID string, d ProductData) {
+	for _, ins := range d.Insurances {
+		if slices.ContainsFunc(g.insurances, func(x collection.Insurance) bool { return x.ID == ins.ID }) {
+			continue
+		}
+		g.insurances = append(g.insurances, ins)
+		if name, ok := d.HolderNames[ins.ID]; ok {
+			if g.holderNames == nil {
+				g.holderNames = map[string]string{}
+			}
+			g.holderNames[ins.ID] = name
+		}
+	}
+	for _, p := range d.Pensions {
+		if !slices.ContainsFunc(g.wealth.Pensions, func(x collection.CompanyPension) bool { return x.ID == p.ID }) {
+			g.wealth.Pensions = append(g.wealth.Pensions, p)
+		}
+	}
+	g.wealth.Investments = append(g.wealth.Investments, d.Investments...)
+	g.wealth.Loans = append(g.wealth.Loans, d.Loans...)
+	g.wealth.Savings = append(g.wealth.Savings, d.Savings...)
+	g.wealth.CheckingAccounts = append(g.wealth.CheckingAccounts, d.CheckingAccounts...)
+	g.wealth.SavingsAccounts = append(g.wealth.SavingsAccounts, d.SavingsAccounts...)
+	g.wealth.CreditCards = append(g.wealth.CreditCards, d.CreditCards...)
+	if d.PersonalInformation != nil {
+		g.wealth.PersonalInformation = d.PersonalInformation
+	}
+	if doc := d.CareerStatement; doc != nil && len(doc.Content) > 0 {
+		ct := doc.ContentType
+		if ct == "" {
+			ct = "application/pdf"
+		}
+		g.documents = append(g.documents, collection.NewDocument(documentID(collectionID, d.Product),
+			collection.DocumentFrenchCareerStatement, ct, doc.FileName, doc.Content))
+	}
+}
+
+// documentID names a collected document after its collection and product, so that a retried
+// append records the same document rather than a second one.
+func documentID(collectionID string, p DataProduct) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("samla:collection:"+collectionID+":"+string(p))).String()
+}
+
+func (g *collected) wealthRecords() int {
+	w := g.wealth
+	return len(w.Pensions) + len(w.Investments) + len(w.Loans) + len(w.Savings) +
+		len(w.CheckingAccounts) + len(w.SavingsAccounts) + len(w.CreditCards)
+}
+
+// records counts the financial records (personal information not included).
+func (g *collected) records() int {
+	return len(g.insurances) + g.wealthRecords() + len(g.documents)
+}
+
+// collect applies the person check (unless nobody authenticated, as with PDF_UPLOAD), then
+// reads every product of the authenticated session that the collection keeps, in the
+// company's order, and ends the collection. A product that times out is left out and the
+// collection ends COMPLETED_PARTIAL; any other company failure ends it THIRD_PARTY_ERROR,
+// since a collection that silently lacks a product would claim to be complete.
+func (s *session) collect(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession, checkPerson bool) error {
+	g := &collected{fetched: map[DataProduct]bool{}}
+	if checkPerson {
+		ended, err := s.checkPerson(ctx, c, companyID, cs, g)
+		if ended || err != nil {
+			return err
+		}
+	}
+	c, err := s.advance(ctx, c, collection.StatusCollecting)
+	if err != nil {
+		return err
+	}
+	for _, p := range cs.Products {
+		if !recordable(c.Product(), p) || g.fetched[p] {
+			continue
+		}
+		if _, err := s.fetch(ctx, c, companyID, cs, p, g); err != nil {
+			return s.companyFailed(ctx, err)
+		}
+	}
+	return s.complete(ctx, g)
+}
+
+// fetch reads one product, keeping it in g when the collection records it. A timeout of a
+// recorded product is noted in g (the collection will be partial), not returned.
+func (s *session) fetch(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession, p DataProduct, g *collected) (ProductData, error) {
+	g.fetched[p] = true
+	d, err := s.w.cfg.Companies.FetchProduct(ctx, companyID, cs, p)
+	switch {
+	case errors.Is(err, ErrProductTimeout) && ctx.Err() == nil:
+		if recordable(c.Product(), p) {
+			s.log.Warn("data product timed out; the collection will be partial", "product", p)
+			g.timedOut = append(g.timedOut, p)
+		}
+		return ProductData{}, nil
+	case err != nil:
+		return ProductData{}, fmt.Errorf("read %s: %w", p, err)
+	}
+	d.Product = p
+	if recordable(c.Product(), p) {
+		g.add(c.ID(), d)
+	}
+	return d, nil
+}
+
+// checkPerson applies the spec's AUTHENTICATION_MISMATCH rules before any data is collected:
+// the personal number verified in the EID flow (rule a), else the one the company reports for
+// the session or, when it reports none there, in its personal information (rule b); a
+// difference ends the collection (rule c); without any, nothing can be verified (rule d).
+// ended reports that the collection ended here.
+func (s *session) checkPerson(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession, g *collected) (bool, error) {
+	requested := c.Person().PersonalNumber
+	var verified string
+	if cs.EIDCompletion != nil {
+		verified = s.normalize(cs.EIDCompletion.PersonalNumber)
+	}
+	reported := s.normalize(cs.AuthenticatedPersonalNumber)
+	if requested != "" && verified == "" && reported == "" && slices.Contains(cs.Products, ProductPersonalInformation) {
+		d, err := s.fetch(ctx, c, companyID, cs, ProductPersonalInformation, g)
+		if err != nil {
+			return true, s.companyFailed(ctx, err)
+		}
+		if pi := d.PersonalInformation; pi != nil && pi.PersonalNumber != nil {
+			reported = s.normalize(*pi.PersonalNumber)
+		}
+	}
+	switch collection.CheckAuthenticatedPerson(requested, verified, reported) {
+	case collection.PersonMismatch:
+		source := "company"
+		if verified != "" {
+			source = "eid"
+		}
+		// Which numbers differ is personal data; the log says only where the other one came from.
+		return true, s.finish(ctx, collection.StatusAuthenticationMismatch, fmt.Errorf("another person authenticated (%s)", source))
+	case collection.PersonUnverifiable:
+		s.log.Debug("the authenticated person cannot be verified")
+	}
+	return false, nil
+}
+
+// normalize brings a personal number to the 12 digits the collection stores; what does not
+// parse is compared as it is (and so differs).
+func (s *session) normalize(pn string) string {
+	if pn == "" {
+		return ""
+	}
+	if n, err := personnummer.Parse(pn, s.w.now()); err == nil {
+		return n.String()
+	}
+	return pn
+}
+
+// complete records the data and the final status in one append, so that a collection is never
+// final without its data nor left COLLECTING with data recorded.
+func (s *session) complete(ctx context.Context, g *collected) error {
+	final := collection.StatusCompleted
+	switch {
+	case len(g.timedOut) > 0:
+		final = collection.StatusCompletedPartial
+	case g.records() == 0:
+		final = collection.StatusCompletedEmpty
+	}
+	c, err := s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+		now := s.w.now()
+		var events []domain.Event
+		switch c.Product() {
+		case collection.ProductInsurance:
+			if len(g.insurances) > 0 {
+				recorded, err := c.RecordInsurances(g.insurances, g.holderNames, now)
+				if err != nil {
+					return nil, err
+				}
+				events = append(events, recorded...)
+			}
+		case collection.ProductWealth:
+			if g.wealthRecords() > 0 || g.wealth.PersonalInformation != nil {
+				recorded, err := c.RecordWealth(g.wealth, now)
+				if err != nil {
+					return nil, err
+				}
+				events = append(events, recorded...)
+			}
+			for _, doc := range g.documents {
+				recorded, err := c.RecordDocument(doc, now)
+				if err != nil {
+					return nil, err
+				}
+				events = append(events, recorded...)
+			}
+		}
+		// Decided on the same state as the records: recording does not move the status.
+		changed, err := c.ChangeStatusWith(final, collection.StatusDetails{}, now)
+		if err != nil {
+			return nil, err
+		}
+		return append(events, changed...), nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(g.timedOut) > 0 {
+		s.log.Info("products left out after timeouts", "products", g.timedOut)
+	}
+	s.ended(c.Status(), g.records())
+	return nil
+}
+
+// drivePDF runs a PDF_UPLOAD collection: the company reads the uploaded letter while the
+// collection is COLLECTING, then the parsed insurance (or pension) is recorded, or the
+// company's verdict ends it FAILED_PDF_PARSE or FAILED_PDF_USER_INPUT. Nobody authenticates,
+// so there is no person to check.
+func (s *session) drivePDF(ctx context.Context, c *collection.Collection, companyID string) error {
+	doc := uploadedPDF(c)
+	if doc == nil {
+		return s.finish(ctx, collection.StatusFailedPDFUserInput, errors.New("PDF_UPLOAD collection without an uploaded PDF"))
+	}
+	c, err := s.advance(ctx, c, collection.StatusCollecting)
+	if err != nil {
+		return err
+	}
+	cs, err := s.w.cfg.Companies.StartLogin(ctx, companyID, LoginRequest{
+		PersonalNumber: c.Person().PersonalNumber, LoginMethod: c.LoginMethod(), Reference: c.ID(),
+		IdempotencyKey: fmt.Sprintf("%s/%d", c.ID(), c.Version()),
+		Document:       &Document{FileName: doc.FileName, ContentType: doc.ContentType, Content: doc.Personal.Content},
+	})
+	if err != nil {
+		return s.companyFailed(ctx, err)
+	}
+	defer s.endCompanySession(ctx, companyID, &cs)
+	for cs.State != LoginAuthenticated {
+		switch {
+		case cs.State == LoginFailed:
+			return s.finish(ctx, cs.Outcome, fmt.Errorf("the company did not read the document (%s)", cs.FailureReason))
+		case needsClient(cs.State) || cs.State == LoginAwaitingUser:
+			return s.finish(ctx, collection.StatusFailed, fmt.Errorf("a PDF upload session asks for a login (%s)", cs.State))
+		}
+		// Still reading: the company answers when it is done.
+		if err := sleep(ctx, s.w.cfg.PollInterval); err != nil {
+			return err
+		}
+		if c, err = s.renewClaim(ctx, c); err != nil {
+			return err
+		}
+		if s.pastDeadline(c) {
+			return s.finish(ctx, collection.StatusFailed, errors.New("session deadline passed while the company read the document"))
+		}
+		next, err := s.w.cfg.Companies.PollLogin(ctx, companyID, cs)
+		if err != nil {
+			return s.companyFailed(ctx, err)
+		}
+		cs = next
+	}
+	return s.collect(ctx, c, companyID, cs, false)
+}
+
+// uploadedPDF is the letter the client uploaded, nil when there is none (or its content was
+// erased).
+func uploadedPDF(c *collection.Collection) *collection.Document {
+	docs := c.Documents()
+	for i := len(docs) - 1; i >= 0; i-- {
+		d := docs[i]
+		if d.Kind == collection.DocumentUploadedPDF && d.Personal != nil && len(d.Personal.Content) > 0 {
+			return &d
+		}
+	}
+	return nil
+}
