@@ -1,8 +1,10 @@
 package service_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 )
@@ -42,4 +44,57 @@ func BenchmarkPostToRunningVisible(b *testing.B) {
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkPersonaRun runs every persona of SANDBOX.md at once on the embedded default, as
+// clients would: each polls its collection's status every 100 ms until it is final (answering
+// the contact form and the input request where its persona asks). One op is the whole run; the
+// p50 and p99 latency of every status poll made meanwhile are reported.
+func BenchmarkPersonaRun(b *testing.B) {
+	cfg := personaConfig(b, b.TempDir())
+	cfg.RateLimit, cfg.RateBurst = 1e6, 1e6
+	svc := start(b, cfg)
+	defer stop(b, svc)
+	c := apiClient{t: b, base: "http://" + svc.HTTPAddr(), key: testAPIKey}
+	var mu sync.Mutex
+	var polls []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		for _, pc := range personaCases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := c.mustStart(collectionRequest{company: "se-demo-insurer", pn: pc.pn})
+				if pc.act != nil {
+					pc.act(c, id)
+				}
+				for {
+					begin := time.Now()
+					code, body, _ := c.do("GET", "/collections/"+id+"/status", nil, nil)
+					took := time.Since(begin)
+					mu.Lock()
+					polls = append(polls, took)
+					mu.Unlock()
+					if code == http.StatusOK && finalStatus(jsonStatus(body)) {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	sort.Slice(polls, func(i, j int) bool { return polls[i] < polls[j] })
+	at := func(p float64) float64 { return float64(polls[int(p*float64(len(polls)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(at(0.50), "poll-p50-ms")
+	b.ReportMetric(at(0.99), "poll-p99-ms")
+	b.ReportMetric(float64(len(polls))/float64(b.N), "polls/op")
+}
+
+func jsonStatus(body []byte) string {
+	var s struct{ Status string }
+	_ = json.Unmarshal(body, &s)
+	return s.Status
 }

@@ -173,7 +173,7 @@ func (c apiClient) history(id string) historyBody {
 }
 
 // statusPath lists the "to" of every status change in the history.
-func statusPath(t *testing.T, h historyBody) []string {
+func statusPath(t testing.TB, h historyBody) []string {
 	var path []string
 	for _, e := range h.Events {
 		if e.Type == "collection.status-changed" {

@@ -1,0 +1,224 @@
+package service_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/connectors/pdfletter"
+)
+
+// data reads a data endpoint once the collection is final.
+func (c apiClient) data(path, version string) (int, map[string]any, http.Header) {
+	c.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, raw, h := c.do("GET", path, nil, map[string]string{"Service-Version": version})
+		// 409 while the data projection catches up with the final status.
+		if code != http.StatusConflict || time.Now().After(deadline) {
+			var out map[string]any
+			_ = json.Unmarshal(raw, &out)
+			return code, out, h
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c apiClient) completed(req collectionRequest) string {
+	c.t.Helper()
+	id := c.mustStart(req)
+	if final := c.waitStatus(id, 20*time.Second, finalStatus); final.Status != "COMPLETED" {
+		c.t.Fatalf("%+v ended %+v", req, final)
+	}
+	return id
+}
+
+// TestInsuranceData: the richest persona's insurances, with unknown data points left out.
+func TestInsuranceData(t *testing.T) {
+	t.Parallel()
+	c := personaService(t)
+	id := c.completed(collectionRequest{company: "se-demo-insurer", pn: "191212121212"})
+	code, out, _ := c.data("/collections/"+id+"/insurance/data", "2026-04-01")
+	if code != 200 {
+		t.Fatalf("insurance data = %d %v", code, out)
+	}
+	insurances, _ := out["insurances"].([]any)
+	types := map[string]bool{}
+	for _, raw := range insurances {
+		ins := raw.(map[string]any)
+		types[ins["insuranceType"].(string)] = true
+		for k, v := range ins {
+			if v == "" || v == nil {
+				t.Errorf("insurance %v has %s = %#v: unknown must be absent", ins["id"], k, v)
+			}
+		}
+	}
+	for _, want := range []string{"HOME", "CAR", "ACCIDENT", "PET"} {
+		if !types[want] {
+			t.Errorf("no %s insurance in %v", want, types)
+		}
+	}
+	if code, _, _ := c.data("/collections/"+id+"/wealth/data", "2026-04-01"); code != 404 {
+		t.Errorf("wealth data of an insurance collection = %d", code)
+	}
+	// The legacy read of 2025-01-01 serves the same collection.
+	if code, out, _ := c.data("/data?collectionId="+id, "2025-01-01"); code != 200 || out["product"] != "INSURANCE" {
+		t.Errorf("GET /data = %d %v", code, out)
+	}
+}
+
+// TestPensionsOtherInsuredPerson is SANDBOX.md's table for 191212121212 at se-demo-pension, with
+// and without the account owner's name, on both versions.
+func TestPensionsOtherInsuredPerson(t *testing.T) {
+	t.Parallel()
+	c := personaService(t)
+	with := map[string]any{"P1": false, "P2": false, "P3": false, "P4": true, "P5": true, "P6": true}
+	without := map[string]any{"P1": nil, "P2": nil, "P3": nil, "P4": nil, "P5": nil, "P6": true}
+	for _, tc := range []struct {
+		version, owner string
+		want           map[string]any
+	}{
+		{"2026-04-01", "Tolvan Tolvansson", with},
+		{"2025-01-01", "Tolvan Tolvansson", with},
+		{"2026-04-01", "", without},
+	} {
+		id := c.completed(collectionRequest{version: tc.version, company: "se-demo-pension", pn: "191212121212", ownerName: tc.owner})
+		code, out, _ := c.data("/collections/"+id+"/wealth/data", tc.version)
+		if code != 200 {
+			t.Fatalf("%s wealth data = %d %v", tc.version, code, out)
+		}
+		got := map[string]any{}
+		for _, raw := range out["pensions"].([]any) {
+			p := raw.(map[string]any)
+			got[p["id"].(string)] = p["otherInsuredPerson"]
+		}
+		for pension, want := range tc.want {
+			if got[pension] != want {
+				t.Errorf("%s owner %q: %s otherInsuredPerson = %v, want %v", tc.version, tc.owner, pension, got[pension], want)
+			}
+		}
+		switch tc.version {
+		case "2026-04-01":
+			if _, ok := out["loans"]; !ok {
+				t.Errorf("2026-04-01 wealth data lacks loans: %v", keys(out))
+			}
+		case "2025-01-01":
+			if _, ok := out["loans"]; ok {
+				t.Errorf("2025-01-01 wealth data has loans")
+			}
+			if pi, ok := out["personalInformation"].(map[string]any); !ok || pi["PERSONAL_NUMBER"] == nil {
+				t.Errorf("2025-01-01 personalInformation is not a key-value map: %v", out["personalInformation"])
+			}
+		}
+	}
+}
+
+// TestBankPSD2Data: the demo bank's PSD2 products on 2026-04-01, with a typed personalInformation.
+func TestBankPSD2Data(t *testing.T) {
+	t.Parallel()
+	c := personaService(t)
+	id := c.completed(collectionRequest{company: "se-demo-bank", pn: "191212121212"})
+	code, out, _ := c.data("/collections/"+id+"/wealth/data", "2026-04-01")
+	if code != 200 {
+		t.Fatalf("bank data = %d %v", code, out)
+	}
+	for _, k := range []string{"psd2CheckingAccounts", "psd2SavingsAccounts", "psd2CreditCards", "loans", "savings"} {
+		if _, ok := out[k].([]any); !ok {
+			t.Errorf("%s missing or not a list: %v", k, out[k])
+		}
+	}
+	if accounts, _ := out["psd2CheckingAccounts"].([]any); len(accounts) == 0 {
+		t.Errorf("no checking accounts")
+	}
+	if pi, ok := out["personalInformation"].(map[string]any); !ok || pi["personalNumber"] != "191212121212" {
+		t.Errorf("personalInformation %v", out["personalInformation"])
+	}
+}
+
+// TestFrenchCareerStatement: the enrollment check on the way and the career statement PDF.
+func TestFrenchCareerStatement(t *testing.T) {
+	t.Parallel()
+	c := personaService(t)
+	id := c.completed(collectionRequest{company: "fr-demo-pension-info", pn: "191212121212"})
+	if path := c.historyPath(id, "COMPLETED"); !slices.Contains(path, "CUSTOMER_ENROLLMENT_CHECK") {
+		t.Errorf("path %v lacks CUSTOMER_ENROLLMENT_CHECK", path)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body, h := c.do("GET", "/collections/"+id+"/wealth/career-statement", nil, map[string]string{"Service-Version": "2026-04-01"})
+		if code == 200 {
+			if h.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) {
+				t.Fatalf("career statement: %s, %q…", h.Get("Content-Type"), body[:min(len(body), 8)])
+			}
+			break
+		}
+		if code != http.StatusConflict || time.Now().After(deadline) {
+			t.Fatalf("career statement = %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPDFUpload: a letter in the sandbox layout is read; a broken one and a file that is not a
+// letter end in the two PDF failures.
+func TestPDFUpload(t *testing.T) {
+	t.Parallel()
+	c := personaService(t)
+	pdf := func(opts pdfletter.SampleOptions) map[string]any {
+		var buf bytes.Buffer
+		if err := pdfletter.WriteSample(&buf, opts); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"type": "PdfDocumentParameter", "contentBase64": base64.StdEncoding.EncodeToString(buf.Bytes()), "fileName": "letter.pdf"}
+	}
+	notPDF := map[string]any{"type": "PdfDocumentParameter", "contentBase64": base64.StdEncoding.EncodeToString([]byte("just some text")), "fileName": "notes.txt"}
+	for _, tc := range []struct {
+		name  string
+		param map[string]any
+		final string
+	}{
+		{"letter", pdf(pdfletter.SampleOptions{Holder: "Tolvan Tolvansson"}), "COMPLETED"},
+		{"broken letter", pdf(pdfletter.SampleOptions{Broken: pdfletter.FieldPremium}), "FAILED_PDF_PARSE"},
+		{"not a letter", pdf(pdfletter.SampleOptions{NotALetter: true}), "FAILED_PDF_USER_INPUT"},
+		{"not a PDF", notPDF, "FAILED_PDF_USER_INPUT"},
+	} {
+		id := c.mustStart(collectionRequest{company: "se-demo-insurer", loginMethod: "PDF_UPLOAD", extraParams: []map[string]any{tc.param}})
+		if final := c.waitStatus(id, 15*time.Second, finalStatus); final.Status != tc.final {
+			t.Errorf("%s: %s, want %s", tc.name, final.Status, tc.final)
+			continue
+		}
+		if tc.final == "COMPLETED" {
+			code, out, _ := c.data("/collections/"+id+"/insurance/data", "2026-04-01")
+			if insurances, _ := out["insurances"].([]any); code != 200 || len(insurances) != 1 {
+				t.Errorf("data of the letter = %d %v", code, out)
+			}
+		}
+	}
+}
+
+// TestVersionMappingOfWealthTimeout: stable wealth (2025-01-01) reports WAITING_FOR_AUTHENTICATION
+// where 2026-04-01 reports AUTHENTICATION_TIMEOUT.
+func TestVersionMappingOfWealthTimeout(t *testing.T) {
+	t.Parallel()
+	c := personaService(t)
+	id := c.mustStart(collectionRequest{company: "se-demo-pension", pn: "199001010108"})
+	if final := c.waitStatus(id, 15*time.Second, finalStatus); final.Status != "AUTHENTICATION_TIMEOUT" {
+		t.Fatalf("final %+v", final)
+	}
+	if got := c.statusAs(id, "2025-01-01").Status; got != "WAITING_FOR_AUTHENTICATION" {
+		t.Fatalf("2025-01-01 reports %s", got)
+	}
+}
+
+func keys(m map[string]any) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return strings.Join(out, ",")
+}
