@@ -59,7 +59,8 @@ func NewRegistry() (*Registry, error) {
 		{name: collection.EventStarted, current: 2, decode: decoder[collection.Started](),
 			upcasters: map[int]Upcaster{1: upcastCollectionStartedV1}},
 		{name: collection.EventClaimed, current: 1, decode: decoder[collection.Claimed]()},
-		{name: collection.EventStatusChanged, current: 1, decode: decoder[collection.StatusChanged]()},
+		{name: collection.EventStatusChanged, current: 2, decode: decoder[collection.StatusChanged](),
+			upcasters: map[int]Upcaster{1: upcastCollectionStatusChangedV1}},
 		{name: collection.EventInsurancesCollected, current: 1, decode: decoder[collection.InsurancesCollected]()},
 		{name: collection.EventWealthCollected, current: 1, decode: decoder[collection.WealthCollected]()},
 		{name: collection.EventInputSupplied, current: 1, decode: decoder[collection.InputSupplied]()},
@@ -238,4 +239,55 @@ func upcastCollectionStartedV1(raw json.RawMessage) (json.RawMessage, error) {
 		v2["personal"] = personal
 	}
 	return json.Marshal(v2)
+}
+
+// upcastCollectionStatusChangedV1 upgrades the first collection.status-changed shape. Version 1
+// kept the requests a client-side login hands out (instructions) in the public part of the
+// payload, although their headers carry the user's device bearer token and their URLs and
+// bodies may carry personal data; the audit history and analysts saw them. Version 2 keeps them
+// in "personal", beside the QR secret, and shows only their request ids publicly. Every other
+// field is kept as written.
+func upcastCollectionStatusChangedV1(raw json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	if fields == nil {
+		return nil, fmt.Errorf("payload is not a JSON object: %s", raw)
+	}
+	instructions, ok := fields["instructions"]
+	delete(fields, "instructions")
+	var ids []struct {
+		RequestID string `json:"requestId"`
+	}
+	if ok {
+		if err := json.Unmarshal(instructions, &ids); err != nil {
+			return nil, fmt.Errorf("instructions: %w", err)
+		}
+	}
+	if len(ids) > 0 {
+		personal := map[string]json.RawMessage{}
+		if p, ok := fields["personal"]; ok {
+			if err := json.Unmarshal(p, &personal); err != nil {
+				return nil, fmt.Errorf("personal: %w", err)
+			}
+			if personal == nil { // "personal": null
+				personal = map[string]json.RawMessage{}
+			}
+		}
+		personal["instructions"] = instructions
+		p, err := json.Marshal(personal)
+		if err != nil {
+			return nil, err
+		}
+		fields["personal"] = p
+		trace := make([]string, len(ids))
+		for i, id := range ids {
+			trace[i] = id.RequestID
+		}
+		if fields["instructionRequestIds"], err = json.Marshal(trace); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(fields)
 }

@@ -99,6 +99,126 @@ func TestUpcastCollectionStartedV1(t *testing.T) {
 	}
 }
 
+// TestUpcastCollectionStatusChangedV1: version 1 kept the instructions (whose headers carry the
+// user's device bearer token) in the public part; read today they sit in the personal part,
+// beside any QR secret, with only their request ids public, and nothing else changes.
+func TestUpcastCollectionStatusChangedV1(t *testing.T) {
+	r := registry(t)
+	decode := func(t *testing.T, payload []byte) collection.StatusChanged {
+		t.Helper()
+		e, err := r.Decode(eventschema.Envelope{EventID: "e", Type: collection.EventStatusChanged, SchemaVersion: 1, Stream: "s", Payload: payload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.(collection.StatusChanged)
+	}
+	upcast := func(t *testing.T, payload []byte) map[string]any {
+		t.Helper()
+		out, err := r.Upcast(collection.EventStatusChanged, 1, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Validate(collection.EventStatusChanged, 2, out); err != nil {
+			t.Fatalf("upcast payload breaks v2: %v", err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	changedAt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	t.Run("instructions move into personal", func(t *testing.T) {
+		raw, err := os.ReadFile("testdata/examples/collection.status-changed.v1.instructions.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := "{}"
+		want := collection.StatusChanged{From: collection.StatusLogin, To: collection.StatusWaitingForUserAction,
+			InstructionRequestIDs: []string{"r1"}, ChangedAt: changedAt,
+			Personal: &collection.StatusPersonal{Instructions: []collection.Instruction{{RequestID: "r1", Method: "POST",
+				URL: "https://company.example/login/eid/start", Headers: map[string]string{"Content-Type": "application/json"}, Body: &body}}}}
+		if got := decode(t, raw); !reflect.DeepEqual(got, want) {
+			t.Fatalf("upcast v1\n got %#v\nwant %#v", got, want)
+		}
+		m := upcast(t, raw)
+		if _, ok := m["instructions"]; ok {
+			t.Fatalf("instructions left in the public part: %v", m)
+		}
+	})
+	t.Run("beside the QR secret, keeping every other field", func(t *testing.T) {
+		raw := []byte(`{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","message":"m","extraInformation":{"N":12345678901234567890},` +
+			`"instructions":[{"requestId":"r1","method":"GET","url":"https://company.example/a","headers":{"Authorization":"Bearer t"}},` +
+			`{"requestId":"r2","method":"GET","url":"https://company.example/b"}],` +
+			`"changedAt":"2026-01-02T03:04:05.000Z","personal":{"qrStartSecret":"s"}}`)
+		got := upcast(t, raw)
+		want := map[string]any{"from": "LOGIN", "to": "WAITING_FOR_USER_ACTION", "message": "m",
+			"extraInformation": map[string]any{"N": 12345678901234567890.0}, "changedAt": "2026-01-02T03:04:05.000Z",
+			"instructionRequestIds": []any{"r1", "r2"},
+			"personal": map[string]any{"qrStartSecret": "s", "instructions": []any{
+				map[string]any{"requestId": "r1", "method": "GET", "url": "https://company.example/a", "headers": map[string]any{"Authorization": "Bearer t"}},
+				map[string]any{"requestId": "r2", "method": "GET", "url": "https://company.example/b"}}}}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("upcast\n got %v\nwant %v", got, want)
+		}
+		if e := decode(t, raw); e.Personal == nil || e.Personal.QRStartSecret != "s" || len(e.Personal.Instructions) != 2 {
+			t.Fatalf("decoded %#v", e)
+		}
+	})
+	t.Run("without instructions nothing changes", func(t *testing.T) {
+		for _, name := range []string{"collection.status-changed.v1.json", "collection.status-changed.v1.eid-order.json",
+			"collection.status-changed.v1.input.json"} {
+			raw, err := os.ReadFile("testdata/examples/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := upcast(t, raw); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: upcast\n got %v\nwant %v", name, got, want)
+			}
+		}
+		got := upcast(t, []byte(`{"from":"LOGIN","to":"LOGIN","instructions":[],"changedAt":"2026-01-02T03:04:05.000Z"}`))
+		if !reflect.DeepEqual(got, map[string]any{"from": "LOGIN", "to": "LOGIN", "changedAt": "2026-01-02T03:04:05.000Z"}) {
+			t.Fatalf("empty instructions upcast to %v", got)
+		}
+	})
+	t.Run("v2 refuses instructions in the public part", func(t *testing.T) {
+		raw, err := os.ReadFile("testdata/examples/collection.status-changed.v1.instructions.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Validate(collection.EventStatusChanged, 2, raw); err == nil {
+			t.Fatal("a v2 payload with public instructions is valid")
+		}
+	})
+	t.Run("the current writer records v2", func(t *testing.T) {
+		body := `{"personalNumber":"199001010017"}`
+		ev := collection.StatusChanged{From: collection.StatusLogin, To: collection.StatusWaitingForUserAction,
+			InstructionRequestIDs: []string{"r1"}, ChangedAt: changedAt,
+			Personal: &collection.StatusPersonal{Instructions: []collection.Instruction{{RequestID: "r1", Method: "POST",
+				URL: "https://company.example/x", Headers: map[string]string{"Authorization": "Bearer device-token"}, Body: &body}}}}
+		_, version, payload, err := r.Encode(ev)
+		if err != nil || version != 2 {
+			t.Fatalf("Encode = v%d, %v", version, err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "personal")
+		public, _ := json.Marshal(m)
+		for _, secret := range []string{"device-token", "company.example", "199001010017"} {
+			if strings.Contains(string(public), secret) {
+				t.Errorf("public part %s contains %q", public, secret)
+			}
+		}
+	})
+}
+
 func TestEncodeRefusesWhatBreaksTheSchema(t *testing.T) {
 	r := registry(t)
 	_, _, _, err := r.Encode(collection.StatusChanged{From: "RUNNING", To: "NOT_A_STATUS", ChangedAt: time.Now()})

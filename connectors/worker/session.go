@@ -365,7 +365,7 @@ func (s *session) reopen(ctx context.Context, message string) (*collection.Colle
 		if c.SuppliedInput() == nil {
 			return nil, nil
 		}
-		d := detailsOf(c.Current())
+		d := c.Current().Details()
 		if d.Message == message {
 			// The same reason twice must still record something, or the input stays held.
 			message += " (again)"

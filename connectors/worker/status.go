@@ -101,7 +101,7 @@ func (s *session) target(c *collection.Collection, cs CompanySession, now time.T
 	}
 	kind := deadlineKind(cs.State)
 	if same && sameMeaning(cur, d, kind) {
-		return to, detailsOf(cur)
+		return to, cur.Details()
 	}
 	if kind != "" {
 		d.Deadline = s.deadlineFor(c, to, kind, d, now)
@@ -145,7 +145,7 @@ func (s *session) deadlineFor(c *collection.Collection, to collection.Status, ki
 // status already says. It compares what identifies them (the order's tokens, the requests,
 // the input kinds, the message) rather than every byte, so that a time that went through JSON
 // and back, or a deadline computed again, never records a new event per poll.
-func sameMeaning(cur collection.StatusChanged, d collection.StatusDetails, kind collection.DeadlineKind) bool {
+func sameMeaning(cur collection.CurrentStatus, d collection.StatusDetails, kind collection.DeadlineKind) bool {
 	if cur.Message != d.Message || !slices.Equal(cur.RequiredInputTypes, d.RequiredInputTypes) {
 		return false
 	}
@@ -171,16 +171,6 @@ func sameMeaning(cur collection.StatusChanged, d collection.StatusDetails, kind 
 		}
 	}
 	return true
-}
-
-// detailsOf is what a recorded status change carries, to state it again unchanged.
-func detailsOf(cur collection.StatusChanged) collection.StatusDetails {
-	d := collection.StatusDetails{RequiredInputTypes: cur.RequiredInputTypes, Instructions: cur.Instructions,
-		Message: cur.Message, EIDOrder: cur.EIDOrder, Deadline: cur.Deadline, Extra: cur.ExtraInformation}
-	if cur.Personal != nil {
-		d.QRStartSecret = cur.Personal.QRStartSecret
-	}
-	return d
 }
 
 // waitsUnder tells whether a login state is what a deadline of kind waits for, i.e. whether a

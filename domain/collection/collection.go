@@ -72,8 +72,10 @@ func (c *Collection) Wealth() []WealthCollected { return append([]WealthCollecte
 func (c *Collection) Documents() []Document { return append([]Document(nil), c.documents...) }
 
 // Current returns the event that set the current status (zero while RUNNING): what it asks of
-// the client and its deadline.
-func (c *Collection) Current() StatusChanged { return c.current }
+// the client, including the instructions kept in its personal part, and its deadline.
+func (c *Collection) Current() CurrentStatus {
+	return CurrentStatus{StatusChanged: c.current, Instructions: c.current.instructions()}
+}
 
 // Deadline is the current status's deadline, if it has one.
 func (c *Collection) Deadline() *Deadline { return c.current.Deadline }

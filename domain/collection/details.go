@@ -57,9 +57,11 @@ type EIDOrder struct {
 }
 
 // StatusPersonal holds what must never reach the audit history or analysts: the QR secret of
-// an EID order.
+// an EID order, and the requests handed to the client, whose headers carry the user's device
+// credentials (a bearer token) and whose URLs and bodies may carry personal data.
 type StatusPersonal struct {
-	QRStartSecret string `json:"qrStartSecret,omitempty"`
+	QRStartSecret string        `json:"qrStartSecret,omitempty"`
+	Instructions  []Instruction `json:"instructions,omitempty"`
 }
 
 // StatusDetails is what a status carries besides its name: what the client should ask the user
@@ -76,10 +78,15 @@ type StatusDetails struct {
 
 func (d StatusDetails) event(from, to Status, now time.Time) StatusChanged {
 	ev := StatusChanged{From: from, To: to, ExtraInformation: d.Extra, ChangedAt: now.UTC(),
-		RequiredInputTypes: d.RequiredInputTypes, Instructions: d.Instructions, Message: d.Message,
-		EIDOrder: d.EIDOrder, Deadline: d.Deadline}
-	if d.QRStartSecret != "" {
-		ev.Personal = &StatusPersonal{QRStartSecret: d.QRStartSecret}
+		RequiredInputTypes: d.RequiredInputTypes, Message: d.Message, EIDOrder: d.EIDOrder, Deadline: d.Deadline}
+	if len(d.Instructions) > 0 {
+		ev.InstructionRequestIDs = make([]string, len(d.Instructions))
+		for i, in := range d.Instructions {
+			ev.InstructionRequestIDs[i] = in.RequestID
+		}
+	}
+	if d.QRStartSecret != "" || len(d.Instructions) > 0 {
+		ev.Personal = &StatusPersonal{QRStartSecret: d.QRStartSecret, Instructions: d.Instructions}
 	}
 	return ev
 }
@@ -90,6 +97,8 @@ func sameDetails(cur StatusChanged, d StatusDetails) bool {
 	return reflect.DeepEqual(normalize(cur), normalize(next))
 }
 
+// normalize makes empty and absent details compare equal: a stored event decoded from JSON has
+// nil where a freshly decided one may have an empty slice or map.
 func normalize(e StatusChanged) StatusChanged {
 	e.From, e.ChangedAt = "", time.Time{}
 	if len(e.ExtraInformation) == 0 {
@@ -98,8 +107,18 @@ func normalize(e StatusChanged) StatusChanged {
 	if len(e.RequiredInputTypes) == 0 {
 		e.RequiredInputTypes = nil
 	}
-	if len(e.Instructions) == 0 {
-		e.Instructions = nil
+	if len(e.InstructionRequestIDs) == 0 {
+		e.InstructionRequestIDs = nil
+	}
+	if e.Personal != nil {
+		p := *e.Personal // a copy: the event may be the aggregate's own
+		if len(p.Instructions) == 0 {
+			p.Instructions = nil
+		}
+		e.Personal = &p
+		if p.QRStartSecret == "" && p.Instructions == nil {
+			e.Personal = nil
+		}
 	}
 	return e
 }

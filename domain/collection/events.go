@@ -44,17 +44,51 @@ type Claimed struct {
 
 // StatusChanged records a move of the state machine, with what the new status asks of the
 // client (input kinds, instructions), an EID order to show as a QR code, and its deadline.
+// The instructions themselves sit in Personal (schema version 2): their headers carry the
+// user's device credentials and their bodies may carry personal data, and the public part of
+// an event reaches the audit history and analysts.
 type StatusChanged struct {
-	From               Status          `json:"from"`
-	To                 Status          `json:"to"`
-	ExtraInformation   map[string]any  `json:"extraInformation,omitempty"`
-	RequiredInputTypes []string        `json:"requiredInputTypes,omitempty"`
-	Instructions       []Instruction   `json:"instructions,omitempty"`
-	Message            string          `json:"message,omitempty"`
-	EIDOrder           *EIDOrder       `json:"eidOrder,omitempty"`
-	Deadline           *Deadline       `json:"deadline,omitempty"`
-	ChangedAt          time.Time       `json:"changedAt"`
-	Personal           *StatusPersonal `json:"personal,omitempty"`
+	From               Status         `json:"from"`
+	To                 Status         `json:"to"`
+	ExtraInformation   map[string]any `json:"extraInformation,omitempty"`
+	RequiredInputTypes []string       `json:"requiredInputTypes,omitempty"`
+	// InstructionRequestIDs is the public trace of Personal.Instructions, in their order: an
+	// auditor sees that requests were handed to the client, and which responses answered them,
+	// without their URLs, headers or bodies. It stays when the personal part is erased.
+	InstructionRequestIDs []string        `json:"instructionRequestIds,omitempty"`
+	Message               string          `json:"message,omitempty"`
+	EIDOrder              *EIDOrder       `json:"eidOrder,omitempty"`
+	Deadline              *Deadline       `json:"deadline,omitempty"`
+	ChangedAt             time.Time       `json:"changedAt"`
+	Personal              *StatusPersonal `json:"personal,omitempty"`
+}
+
+// Details is what the event recorded besides the move itself, with its public and personal
+// parts joined again: what ChangeStatusWith needs to state the same status once more.
+func (e StatusChanged) Details() StatusDetails {
+	d := StatusDetails{RequiredInputTypes: e.RequiredInputTypes, Message: e.Message, EIDOrder: e.EIDOrder,
+		Deadline: e.Deadline, Extra: e.ExtraInformation}
+	if e.Personal != nil {
+		d.Instructions, d.QRStartSecret = e.Personal.Instructions, e.Personal.QRStartSecret
+	}
+	return d
+}
+
+// instructions are the requests the status asks the client to run, nil when none (or when the
+// personal part was erased, after which no response can be matched to them anyway).
+func (e StatusChanged) instructions() []Instruction {
+	if e.Personal == nil {
+		return nil
+	}
+	return e.Personal.Instructions
+}
+
+// CurrentStatus is the event that set a collection's current status, with its instructions at
+// hand. Instructions repeats Personal.Instructions so that callers deciding on supplement-info
+// or on the next status need not know which part of the event keeps them.
+type CurrentStatus struct {
+	StatusChanged
+	Instructions []Instruction
 }
 
 // InsurancesCollected records the insurances a company returned.

@@ -90,14 +90,29 @@ func (e *InputRejectedError) Unwrap() error { return domain.ErrInvalid }
 // ErrNotAwaitingInput refuses supplement-info when the collection's status does not take it.
 var ErrNotAwaitingInput = fmt.Errorf("collection is not awaiting input: %w", domain.ErrConflict)
 
-// AwaitsInput reports whether supplement-info with CollectionInput is taken now.
+// AwaitsInput reports whether the current status takes supplement-info with CollectionInput.
+// It does not look at the clock: SupplyInput also refuses input once the status's deadline has
+// passed.
 func (c *Collection) AwaitsInput() bool {
 	return (c.status == StatusContactFormPending || c.status == StatusCollectionInputPending) && c.supplied == nil
 }
 
-// AwaitsClientResponses reports whether a ResponseObject is taken now.
+// AwaitsClientResponses reports whether the current status takes a ResponseObject. Like
+// AwaitsInput, it leaves the deadline to SupplyClientResponses.
 func (c *Collection) AwaitsClientResponses() bool {
-	return len(c.current.Instructions) > 0 && !c.status.IsFinal() && c.supplied == nil
+	return len(c.current.instructions()) > 0 && !c.status.IsFinal() && c.supplied == nil
+}
+
+// deadlinePassed refuses supplement-info at or after the current status's deadline. The status
+// is then only waiting for the connector to expire it (ExpireDeadline fires at the same
+// instant), so input accepted now would be answered with 202 and still end in the timeout.
+func (c *Collection) deadlinePassed(now time.Time) error {
+	d := c.current.Deadline
+	if d == nil || now.Before(d.DueAt) {
+		return nil
+	}
+	return fmt.Errorf("collection %s is %s but its %s deadline passed at %s: %w",
+		c.id, c.status, d.Kind, d.DueAt.UTC().Format(time.RFC3339Nano), ErrNotAwaitingInput)
 }
 
 // SupplyInput validates CollectionInput against the formats of the spec and the kinds the
@@ -105,6 +120,9 @@ func (c *Collection) AwaitsClientResponses() bool {
 func (c *Collection) SupplyInput(inputs []Input, now time.Time) ([]domain.Event, error) {
 	if !c.AwaitsInput() {
 		return nil, fmt.Errorf("collection %s is %s: %w", c.id, c.status, ErrNotAwaitingInput)
+	}
+	if err := c.deadlinePassed(now); err != nil {
+		return nil, err
 	}
 	required := c.current.RequiredInputTypes
 	if len(required) == 0 && c.status == StatusContactFormPending {
@@ -170,8 +188,11 @@ func (c *Collection) SupplyClientResponses(responses []ClientResponse, now time.
 	if !c.AwaitsClientResponses() {
 		return nil, fmt.Errorf("collection %s has no pending instructions: %w", c.id, ErrNotAwaitingInput)
 	}
+	if err := c.deadlinePassed(now); err != nil {
+		return nil, err
+	}
 	asked := map[string]bool{}
-	for _, in := range c.current.Instructions {
+	for _, in := range c.current.instructions() {
 		asked[in.RequestID] = true
 	}
 	var errs []FieldError
@@ -238,7 +259,8 @@ func stamp(events []domain.Event, req InputRequest) []domain.Event {
 
 // SupplyInputFor is SupplyInput for an identified request. A retry of the request whose input
 // the current status already took decides nothing and succeeds, so the client gets the first
-// answer again; the same key with other content is refused with ErrInputKeyReused.
+// answer again, even after the deadline (the input was taken in time); the same key with other
+// content is refused with ErrInputKeyReused.
 func (c *Collection) SupplyInputFor(req InputRequest, inputs []Input, now time.Time) ([]domain.Event, error) {
 	if retry, err := c.retryOf(req); retry || err != nil {
 		return nil, err

@@ -10,7 +10,13 @@ import (
 
 func pending(to collection.Status, d collection.StatusDetails) []domain.Event {
 	ev := collection.StatusChanged{From: collection.StatusLogin, To: to, RequiredInputTypes: d.RequiredInputTypes,
-		Instructions: d.Instructions, Deadline: d.Deadline, ChangedAt: t0}
+		Deadline: d.Deadline, ChangedAt: t0}
+	if len(d.Instructions) > 0 {
+		for _, in := range d.Instructions {
+			ev.InstructionRequestIDs = append(ev.InstructionRequestIDs, in.RequestID)
+		}
+		ev.Personal = &collection.StatusPersonal{Instructions: d.Instructions}
+	}
 	return []domain.Event{started(), changed(collection.StatusRunning, collection.StatusLogin), ev}
 }
 

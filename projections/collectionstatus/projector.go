@@ -138,15 +138,16 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 		// them clears the previous status's input kinds, instructions, EID order and secret.
 		row.ExtraInformation = changed.ExtraInformation
 		row.RequiredInputTypes = nilIfEmpty(changed.RequiredInputTypes)
-		row.Instructions = nil
-		if len(changed.Instructions) > 0 {
-			row.Instructions = changed.Instructions
-		}
-		row.Message, row.EIDOrder, row.Deadline = changed.Message, changed.EIDOrder, changed.Deadline
-		row.QRStartSecret = ""
+		// The instructions and the QR secret come from the event's personal part: the poll must
+		// hand them to the client, whereas the audit history never sees them.
+		row.Instructions, row.QRStartSecret = nil, ""
 		if changed.Personal != nil {
+			if len(changed.Personal.Instructions) > 0 {
+				row.Instructions = changed.Personal.Instructions
+			}
 			row.QRStartSecret = changed.Personal.QRStartSecret
 		}
+		row.Message, row.EIDOrder, row.Deadline = changed.Message, changed.EIDOrder, changed.Deadline
 		row.UpdatedAt = eventTime(changed.ChangedAt, env)
 		row.Revision = env.Revision
 		return row, true, nil

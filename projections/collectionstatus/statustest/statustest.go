@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorOverlappingBatches", testProjectorOverlap},
 		{"ProjectorIgnoresOtherCategories", testProjectorOtherCategories},
 		{"ProjectorUpcastsOldStarted", testProjectorOldStarted},
+		{"ProjectorUpcastsOldInstructions", testProjectorOldInstructions},
 		{"StatusDetailsRoundTrip", testDetailsRoundTrip},
 		{"StatusDetailsReplacedAndCleared", testDetailsReplaced},
 		{"ProjectorStatusDetails", testProjectorDetails},
@@ -493,6 +494,34 @@ func testProjectorOldStarted(t *testing.T, s collectionstatus.Store) {
 	})
 }
 
+// testProjectorOldInstructions: a collection.status-changed of schema version 1 kept its
+// instructions in the public part; upcast, they come from the personal part, and the poll must
+// still hand them to the client.
+func testProjectorOldInstructions(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s)
+	stream := collection.StreamName("c-v1")
+	started := log.Append("acme", stream, base, collection.Started{CollectionID: "c-v1", ClientID: "acme",
+		Company: "se-demo-insurer", Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_SAME_DEVICE",
+		APIVersion: "2026-04-01", RequestHash: "h", StartedAt: base})
+	changed := log.AppendRaw(eventschema.Envelope{
+		Type: collection.EventStatusChanged, SchemaVersion: 1, Tenant: "acme", Stream: stream, OccurredAt: base,
+		Payload: []byte(`{"from":"RUNNING","to":"WAITING_FOR_USER_ACTION","message":"m",` +
+			`"instructions":[{"requestId":"r1","method":"POST","url":"https://company.example/eid/start",` +
+			`"headers":{"Authorization":"Bearer device-token"},"body":"{}"}],` +
+			`"changedAt":"2026-01-02T03:04:05.678Z","personal":{"qrStartSecret":"qr-secret"}}`),
+	})
+	handle(t, p, []eventschema.Envelope{started, changed})
+	got := get(t, s, "acme", "c-v1")
+	body := "{}"
+	want := []collection.Instruction{{RequestID: "r1", Method: "POST", URL: "https://company.example/eid/start",
+		Headers: map[string]string{"Authorization": "Bearer device-token"}, Body: &body}}
+	if got.Status != "WAITING_FOR_USER_ACTION" || !reflect.DeepEqual(got.Instructions, want) ||
+		got.QRStartSecret != "qr-secret" || got.Message != "m" {
+		t.Fatalf("v1 instructions projected as %#v", got)
+	}
+}
+
 // withDetails gives a row every status detail, with values that test quoting and precision.
 func withDetails(r collectionstatus.Row) collectionstatus.Row {
 	body := `{"personalNumber":"19900101-0017","quote":"'\"<>&"}`
@@ -603,9 +632,9 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	instructions := []collection.Instruction{{RequestID: "r1", Method: "POST", URL: "https://company.example/login"}}
 	handle(t, p, []eventschema.Envelope{appendEv(5*time.Second, collection.StatusChanged{
 		From: collection.StatusWaitingForUserAction, To: collection.StatusContactFormPending,
-		RequiredInputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, Instructions: instructions,
+		RequiredInputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, InstructionRequestIDs: []string{"r1"},
 		Deadline:  &collection.Deadline{Kind: collection.DeadlineContactForm, DueAt: t0.Add(125 * time.Second)},
-		ChangedAt: t0.Add(5 * time.Second)})})
+		ChangedAt: t0.Add(5 * time.Second), Personal: &collection.StatusPersonal{Instructions: instructions}})})
 	got = get(t, s, "acme", id)
 	if !reflect.DeepEqual(got.RequiredInputTypes, []string{"EMAIL", "MOBILE_PHONE_NUMBER"}) || !reflect.DeepEqual(got.Instructions, instructions) ||
 		got.EIDOrder != nil || got.QRStartSecret != "" || got.Message != "" || got.Deadline.Kind != collection.DeadlineContactForm {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
@@ -38,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorEveryCategoryAndRedelivery", testProjectorEveryCategory},
 		{"ProjectorUpcastsBeforeStripping", testProjectorUpcasts},
 		{"ProjectorKeepsUnknownTypes", testProjectorUnknownType},
+		{"ProjectorKeepsInstructionsOut", testProjectorKeepsInstructionsOut},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -380,5 +382,73 @@ func testProjectorUnknownType(t *testing.T, s eventhistory.Store) {
 		Stream: "consent-k2", OccurredAt: base, Payload: []byte(`["not","an","object"]`)})
 	if err := p.Handle(ctx(t), []eventschema.Envelope{bad}); err == nil {
 		t.Fatal("a payload that is not a JSON object was stored")
+	}
+}
+
+// testProjectorKeepsInstructionsOut: the requests a client-side login hands to the client carry
+// the user's device bearer token in their headers and personal data in their URLs and bodies.
+// Neither the current writer's event (collection.status-changed v2, instructions in
+// "personal") nor one written as version 1 (instructions in the public part, moved by the
+// upcaster) leaves them in the history; the request ids stay, so auditors see that they were
+// issued.
+func testProjectorKeepsInstructionsOut(t *testing.T, s eventhistory.Store) {
+	const token, host, marker = "device-bearer-7f3a9c", "bank.example", "body-marker-5d1e"
+	secrets := []string{token, host, marker, "Authorization", personalNumber}
+	body := `{"personalNumber":"` + personalNumber + `","m":"` + marker + `"}`
+	instructions := []collection.Instruction{
+		{RequestID: "r1", Method: "POST", URL: "https://" + host + "/eid/start?pnr=" + personalNumber,
+			Headers: map[string]string{"Authorization": "Bearer " + token}, Body: &body},
+		{RequestID: "r2", Method: "GET", URL: "https://" + host + "/eid/collect"},
+	}
+
+	log := eventlog.New(t)
+	p := eventhistory.NewProjector(log.Registry(), s)
+	// The event as the domain decides it today.
+	current := collection.StreamName("c-v2")
+	agg, err := collection.Rehydrate([]domain.Event{
+		collection.Started{CollectionID: "c-v2", ClientID: "acme", Company: "se-demo-insurer", Product: collection.ProductInsurance,
+			LoginMethod: "SWEDISH_MOBILE_EID_SAME_DEVICE_CLIENT_SIDE", APIVersion: "2026-04-01", StartedAt: base},
+		collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: base},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided, err := agg.ChangeStatusWith(collection.StatusWaitingForUserAction,
+		collection.StatusDetails{Message: "Run the requests", Instructions: instructions}, base)
+	if err != nil || len(decided) != 1 {
+		t.Fatalf("ChangeStatusWith = %v, %v", decided, err)
+	}
+	v2 := log.Append("acme", current, base, decided[0])
+	// The same as written before the instructions moved into "personal".
+	v1Payload, err := json.Marshal(map[string]any{"from": "LOGIN", "to": "WAITING_FOR_USER_ACTION", "message": "Run the requests",
+		"instructions": instructions, "changedAt": "2026-03-04T05:06:07.891Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := log.AppendRaw(eventschema.Envelope{Type: collection.EventStatusChanged, SchemaVersion: 1, Tenant: "acme",
+		Stream: collection.StreamName("c-v1"), OccurredAt: base, Payload: v1Payload})
+	for _, env := range []eventschema.Envelope{v2, v1} {
+		if !bytes.Contains(env.Payload, []byte(token)) {
+			t.Fatalf("test setup: the event store payload should hold the token: %s", env.Payload)
+		}
+	}
+
+	handle(t, p, []eventschema.Envelope{v2, v1})
+	for _, env := range []eventschema.Envelope{v2, v1} {
+		got := list(t, s, "acme", env.Stream, nil, 0)
+		if len(got) != 1 {
+			t.Fatalf("%s: %d rows", env.Stream, len(got))
+		}
+		assertNoPersonalData(t, got)
+		for _, secret := range secrets {
+			if bytes.Contains(got[0].Payload, []byte(secret)) {
+				t.Errorf("%s (stored as v%d) keeps %q: %s", env.Stream, env.SchemaVersion, secret, got[0].Payload)
+			}
+		}
+		want := `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","message":"Run the requests",` +
+			`"instructionRequestIds":["r1","r2"],"changedAt":"2026-03-04T05:06:07.891Z"}`
+		if got[0].SchemaVersion != 2 || !jsonEqual(t, got[0].Payload, json.RawMessage(want)) {
+			t.Errorf("%s stored as v%d %s, want v2 %s", env.Stream, got[0].SchemaVersion, got[0].Payload, want)
+		}
 	}
 }
