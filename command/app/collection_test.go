@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/domain"
@@ -21,7 +22,7 @@ import (
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
 
 type fixture struct {
-	store *memStore
+	store *memstore.Store
 	repo  *repository.Repository
 	svc   *app.CollectionService
 }
@@ -32,7 +33,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newMemStore()
+	store := memstore.New()
 	repo := repository.New(store, reg, func() time.Time { return testNow })
 	return &fixture{store: store, repo: repo,
 		svc: app.NewCollectionService(catalog.Sandbox(), repo, func() time.Time { return testNow })}
@@ -67,7 +68,7 @@ func TestStartRecordsTheCollection(t *testing.T) {
 		agg.Person().PersonalNumber != "199001010017" || agg.RequestHash() != "hash-1" || agg.APIVersion() != "2026-04-01" {
 		t.Fatalf("stored collection = %+v", agg)
 	}
-	env := f.store.streams[collection.StreamName(created.CollectionID)][0]
+	env := f.store.Events(collection.StreamName(created.CollectionID))[0]
 	if env.Tenant != "acme" || env.CorrelationID != "corr-1" || env.CausationID != "req-1" || env.Actor != "client:acme" {
 		t.Fatalf("envelope meta = %+v", env)
 	}
@@ -106,8 +107,8 @@ func TestIdempotentRetry(t *testing.T) {
 	if again.CollectionID != first.CollectionID || !again.CreatedAt.Equal(first.CreatedAt) || !again.Replayed {
 		t.Fatalf("retry = %+v, first %+v", again, first)
 	}
-	if f.store.appends != 1 {
-		t.Fatalf("appends = %d, want 1", f.store.appends)
+	if f.store.Appends() != 1 {
+		t.Fatalf("appends = %d, want 1", f.store.Appends())
 	}
 
 	other := cmd
@@ -191,7 +192,7 @@ func TestStartRefusals(t *testing.T) {
 			if invalid.Reason == "" || containsDigits(invalid.Reason, "19900101") {
 				t.Fatalf("reason %q is empty or echoes the input", invalid.Reason)
 			}
-			if f.store.appends != 0 {
+			if f.store.Appends() != 0 {
 				t.Fatal("a refused start appended")
 			}
 		})

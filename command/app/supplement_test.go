@@ -62,7 +62,7 @@ func supplyCmd(id string) app.SupplyInfo {
 		Inputs: contactForm(), RequestHash: "h1", CorrelationID: "corr-2", RequestID: "req-2"}
 }
 
-func streamLen(f *fixture, id string) int { return len(f.store.streams[collection.StreamName(id)]) }
+func streamLen(f *fixture, id string) int { return len(f.store.Events(collection.StreamName(id))) }
 
 func TestSupplyInfoAcceptsContactForm(t *testing.T) {
 	f := newFixture(t)
@@ -82,7 +82,7 @@ func TestSupplyInfoAcceptsContactForm(t *testing.T) {
 		len(s.Personal.Inputs) != 2 || s.Personal.Inputs[0].Value != "a@b.se" {
 		t.Fatalf("supplied = %+v", s)
 	}
-	stream := f.store.streams[collection.StreamName(id)]
+	stream := f.store.Events(collection.StreamName(id))
 	env := stream[len(stream)-1]
 	if env.Type != collection.EventInputSupplied || env.Tenant != "acme" || env.CorrelationID != "corr-2" ||
 		env.CausationID != "req-2" || env.Actor != "client:acme" {
@@ -165,10 +165,10 @@ func TestSupplyInfoIdempotentRetry(t *testing.T) {
 	if _, err := f.svc.SupplyInfo(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
-	appends := f.store.appends
+	appends := f.store.Appends()
 	again, err := f.svc.SupplyInfo(context.Background(), cmd)
-	if err != nil || !again.Replayed || f.store.appends != appends {
-		t.Fatalf("retry = %+v, %v (appends %d → %d)", again, err, appends, f.store.appends)
+	if err != nil || !again.Replayed || f.store.Appends() != appends {
+		t.Fatalf("retry = %+v, %v (appends %d → %d)", again, err, appends, f.store.Appends())
 	}
 	other := cmd
 	other.RequestHash = "h2"
@@ -191,8 +191,8 @@ func TestSupplyInfoIdempotentRetry(t *testing.T) {
 	if _, err := f.svc.SupplyInfo(context.Background(), other); !errors.Is(err, app.ErrIdempotencyKeyReused) {
 		t.Fatalf("same key, other body, after the status moved on: %v", err)
 	}
-	if f.store.appends != appends+1 { // only the status change
-		t.Fatalf("appends = %d, want %d", f.store.appends, appends+1)
+	if f.store.Appends() != appends+1 { // only the status change
+		t.Fatalf("appends = %d, want %d", f.store.Appends(), appends+1)
 	}
 }
 
@@ -253,10 +253,10 @@ func TestStartWithPDFRecordsTheDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.store.appends != 1 {
-		t.Fatalf("appends = %d, want 1: the document belongs to the start", f.store.appends)
+	if f.store.Appends() != 1 {
+		t.Fatalf("appends = %d, want 1: the document belongs to the start", f.store.Appends())
 	}
-	stream := f.store.streams[collection.StreamName(created.CollectionID)]
+	stream := f.store.Events(collection.StreamName(created.CollectionID))
 	if len(stream) != 2 || stream[0].Type != collection.EventStarted || stream[1].Type != collection.EventDocumentUploaded {
 		t.Fatalf("stream = %+v", stream)
 	}

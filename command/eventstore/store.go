@@ -1,5 +1,6 @@
 // Package eventstore is the write side's port to the event store, with one contract suite
-// (storetest) that every adapter passes: embedded SQLite (sqlite) and EventStoreDB (esdb).
+// (storetest) that every adapter passes: embedded SQLite (sqlite), EventStoreDB (esdb) and, for
+// tests and tools only, in memory (memstore).
 package eventstore
 
 import (

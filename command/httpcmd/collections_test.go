@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/catalog"
@@ -39,7 +40,7 @@ func (k keys) Lookup(_ context.Context, hash string) (string, error) {
 
 type env struct {
 	engine *gin.Engine
-	store  *memStore
+	store  *memstore.Store
 	repo   *repository.Repository
 }
 
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.Collect
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newMemStore()
+	store := memstore.New()
 	repo := repository.New(store, reg, func() time.Time { return testNow })
 	if starter == nil {
 		starter = app.NewCollectionService(catalog.Sandbox(), repo, func() time.Time { return testNow })
@@ -221,7 +222,7 @@ func TestBadPersonalNumber(t *testing.T) {
 			t.Fatalf("%s v1: errors = %+v", pn, p.Errors)
 		}
 	}
-	if len(e.store.streams) != 0 {
+	if len(e.store.Streams()) != 0 {
 		t.Fatal("a refused request stored events")
 	}
 }
@@ -318,8 +319,8 @@ func TestIdempotency(t *testing.T) {
 	if retry.Header().Get("Idempotent-Replayed") != "true" {
 		t.Error("replay not marked")
 	}
-	if len(e.store.streams) != 1 {
-		t.Fatalf("streams = %d, want 1", len(e.store.streams))
+	if len(e.store.Streams()) != 1 {
+		t.Fatalf("streams = %d, want 1", len(e.store.Streams()))
 	}
 	other := v2Body("se-demo-insurer", mock, pnParam("191212121212"))
 	problemOf(t, e.post(t, req{version: "2026-04-01", body: other, idem: "order-42"}), http.StatusUnprocessableEntity, httpcmd.CodeIdempotencyKeyReused)
@@ -399,8 +400,8 @@ func TestPanicBecomes500(t *testing.T) {
 func TestNoBodyLeaksIntoStoredMetadata(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	created(t, e.post(t, req{version: "2026-04-01", body: v2Body("se-demo-insurer", mock, pnParam("199001010017"))}))
-	for _, envs := range e.store.streams {
-		for _, env := range envs {
+	for _, stream := range e.store.Streams() {
+		for _, env := range e.store.Events(stream) {
 			raw, _ := json.Marshal(env.Metadata())
 			if strings.Contains(string(raw), "199001010017") {
 				t.Fatal("personal number in envelope metadata")

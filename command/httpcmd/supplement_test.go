@@ -63,7 +63,7 @@ func (e *env) supplement(t *testing.T, id, body, key, idem string) *httptest.Res
 	return w
 }
 
-func (e *env) events(id string) int { return len(e.store.streams[collection.StreamName(id)]) }
+func (e *env) events(id string) int { return len(e.store.Events(collection.StreamName(id))) }
 
 const contactBody = `{"inputs":[{"type":"EMAIL","value":"a@b.se"},{"type":"MOBILE_PHONE_NUMBER","value":"46701234567"}]}`
 
@@ -242,9 +242,9 @@ func TestPDFUploadRecordsTheDocument(t *testing.T) {
 	body := v2Body("se-demo-insurer", "PDF_UPLOAD", `{"type":"PdfDocumentParameter","contentBase64":"`+
 		base64.StdEncoding.EncodeToString(content)+`","fileName":"policy.pdf"}`)
 	id := created(t, e.post(t, req{version: "2026-04-01", body: body}))["collectionId"].(string)
-	stream := e.store.streams[collection.StreamName(id)]
-	if len(stream) != 2 || stream[1].Type != collection.EventDocumentUploaded || e.store.appends != 1 {
-		t.Fatalf("stream = %d events, appends %d", len(stream), e.store.appends)
+	stream := e.store.Events(collection.StreamName(id))
+	if len(stream) != 2 || stream[1].Type != collection.EventDocumentUploaded || e.store.Appends() != 1 {
+		t.Fatalf("stream = %d events, appends %d", len(stream), e.store.Appends())
 	}
 	agg, err := e.repo.LoadCollection(context.Background(), id)
 	if err != nil {

@@ -3,10 +3,10 @@ package worker_test
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/connectors/company"
@@ -25,69 +26,24 @@ import (
 	"github.com/samla/samla/platform/metrics"
 )
 
-// memStore is an in-memory event store with the real store's optimistic concurrency.
-type memStore struct {
-	mu      sync.Mutex
-	streams map[string][]eventschema.Envelope
-	pos     uint64
-	// failAppends makes every append fail as if the store were down.
-	failAppends bool
+// outageStore is the in-memory event store with an outage switch: while failAppends is set,
+// every append fails as if the store were down.
+type outageStore struct {
+	*memstore.Store
+	failAppends atomic.Bool
 }
 
-func newMemStore() *memStore { return &memStore{streams: map[string][]eventschema.Envelope{}} }
-
-func (m *memStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
+func (s *outageStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failAppends {
-		return eventstore.AppendResult{}, fmt.Errorf("store down")
+	if s.failAppends.Load() {
+		return eventstore.AppendResult{}, errors.New("store down")
 	}
-	cur := m.streams[stream]
-	exists := len(cur) > 0
-	var last uint64
-	if exists {
-		last = uint64(len(cur) - 1)
-	}
-	if !expected.Allows(last, exists) {
-		return eventstore.AppendResult{}, &eventstore.WrongExpectedRevisionError{Stream: stream, Expected: expected, Actual: last, ActualExists: exists}
-	}
-	for _, e := range events {
-		m.pos++
-		e.Stream, e.Revision, e.Position = stream, uint64(len(cur)), m.pos
-		cur = append(cur, e)
-	}
-	m.streams[stream] = cur
-	return eventstore.AppendResult{NextExpectedRevision: uint64(len(cur) - 1), Position: m.pos}, nil
+	return s.Store.Append(ctx, stream, expected, events)
 }
 
-func (m *memStore) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventschema.Envelope, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur := m.streams[stream]
-	if len(cur) == 0 {
-		return nil, eventstore.ErrStreamNotFound
-	}
-	if from >= uint64(len(cur)) {
-		return nil, nil
-	}
-	out := slices.Clone(cur[from:])
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
-}
-
-func (m *memStore) setFailAppends(v bool) {
-	m.mu.Lock()
-	m.failAppends = v
-	m.mu.Unlock()
-}
+func (s *outageStore) setFailAppends(v bool) { s.failAppends.Store(v) }
 
 // syncBuffer collects log output from many goroutines.
 type syncBuffer struct {
@@ -111,7 +67,7 @@ func (s *syncBuffer) String() string {
 // adapter and the sandbox catalog.
 type env struct {
 	t         *testing.T
-	store     *memStore
+	store     *outageStore
 	reg       *eventschema.Registry
 	repo      *repository.Repository
 	sb        *sandbox.Sandbox
@@ -157,7 +113,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newMemStore()
+	store := &outageStore{Store: memstore.New()}
 	return &env{
 		t: t, store: store, reg: reg, repo: repository.New(store, reg, nil), sb: sb, companies: cl,
 		catalog: catalog.Sandbox(), metrics: m, logs: logs, logger: logger,
@@ -328,14 +284,8 @@ func (e *env) claims(id string) []string {
 // nonFinal is the ActiveCollections a status read model would give, read from the store.
 func (e *env) nonFinal() worker.ActiveCollections {
 	return worker.ActiveCollectionsFunc(func(ctx context.Context, limit int) ([]string, error) {
-		e.store.mu.Lock()
-		var streams []string
-		for s := range e.store.streams {
-			streams = append(streams, s)
-		}
-		e.store.mu.Unlock()
 		var ids []string
-		for _, s := range streams {
+		for _, s := range e.store.Streams() {
 			id := s[len(collection.StreamPrefix):]
 			c, err := e.repo.LoadCollection(ctx, id)
 			if err != nil {

@@ -1,7 +1,6 @@
 package eventhistory_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/samla/samla/projections/eventhistory"
@@ -10,38 +9,9 @@ import (
 )
 
 func TestSQLiteStore(t *testing.T) {
-	historytest.Run(t, func(t *testing.T) eventhistory.Store {
-		s, err := eventhistory.NewSQLite(context.Background(), readdbtest.SQLite(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
-	t.Run("MigrationIsIdempotent", func(t *testing.T) {
-		db := readdbtest.SQLite(t)
-		for range 2 {
-			if _, err := eventhistory.NewSQLite(context.Background(), db); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	readdbtest.RunSQLite(t, eventhistory.NewSQLite, historytest.Run)
 }
 
 func TestClickHouseStore(t *testing.T) {
-	readdbtest.ClickHouseDSN(t) // skip (or fail in CI) once, not in every subtest
-	historytest.Run(t, func(t *testing.T) eventhistory.Store {
-		s, err := eventhistory.NewClickHouse(context.Background(), readdbtest.ClickHouse(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
-	t.Run("MigrationIsIdempotent", func(t *testing.T) {
-		conn := readdbtest.ClickHouse(t)
-		for range 2 {
-			if _, err := eventhistory.NewClickHouse(context.Background(), conn); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	readdbtest.RunClickHouse(t, eventhistory.NewClickHouse, historytest.Run)
 }

@@ -40,7 +40,7 @@ var (
 	ErrClosed = errors.New("sqlite event store closed")
 	// ErrDuplicateEventID is an append of an event id that is already stored and is not a retry of
 	// the append that stored it.
-	ErrDuplicateEventID = errors.New("event id already stored")
+	ErrDuplicateEventID = eventstore.ErrDuplicateEventID
 )
 
 var _ eventstore.Store = (*Store)(nil)
@@ -367,14 +367,8 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(cont
 		case err != nil:
 			return fmt.Errorf("subscribe to all: %w", err)
 		}
-		for _, e := range batch {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := handle(ctx, e); err != nil {
-				return fmt.Errorf("subscribe to all: handle event at position %d: %w", e.Position, err)
-			}
-			after = e.Position
+		if after, err = eventstore.Deliver(ctx, after, batch, handle); err != nil {
+			return err
 		}
 		if len(batch) == s.cfg.catchUpBatch {
 			continue

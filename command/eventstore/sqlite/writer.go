@@ -3,11 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/google/uuid"
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/eventschema"
@@ -33,7 +30,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("append: empty stream name")
 	}
-	evs, err := prepareEvents(events)
+	// Validating in the caller's goroutine keeps that work off the single writer.
+	evs, err := eventstore.PrepareEvents(events)
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
 	}
@@ -64,33 +62,6 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		// The writer may still commit it; a retry with the same event ids finds out.
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: outcome unknown: %w", stream, ctx.Err())
 	}
-}
-
-// prepareEvents validates in the caller's goroutine, keeping that work off the single writer,
-// and returns copies whose event ids are canonical so that lookups by id match however a caller
-// spelled the UUID.
-func prepareEvents(events []eventschema.Envelope) ([]eventschema.Envelope, error) {
-	out := make([]eventschema.Envelope, len(events))
-	seen := make(map[string]int, len(events))
-	for i, e := range events {
-		id, err := uuid.Parse(e.EventID)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: event id %q is not a UUID: %w", i, e.EventID, err)
-		}
-		e.EventID = id.String()
-		if j, dup := seen[e.EventID]; dup {
-			return nil, fmt.Errorf("events %d and %d have the same id %s", j, i, e.EventID)
-		}
-		seen[e.EventID] = i
-		if e.Type == "" {
-			return nil, fmt.Errorf("event %d (%s): empty type", i, e.EventID)
-		}
-		if !json.Valid(e.Payload) {
-			return nil, fmt.Errorf("event %d (%s): payload is not valid JSON", i, e.EventID)
-		}
-		out[i] = e
-	}
-	return out, nil
 }
 
 // runWriter is the only goroutine that writes. Each round takes every request queued so far,
@@ -237,11 +208,6 @@ func (w batchTx) applyInSavepoint(ctx context.Context, r *appendRequest) (append
 	return appendOutcome{result: res, err: err}, nil
 }
 
-type storedAt struct {
-	stream             string
-	revision, position uint64
-}
-
 func (w batchTx) apply(ctx context.Context, r *appendRequest) (eventstore.AppendResult, error) {
 	var revision, position int64
 	exists := true
@@ -252,38 +218,14 @@ func (w batchTx) apply(ctx context.Context, r *appendRequest) (eventstore.Append
 	case err != nil:
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: read last revision: %w", r.stream, err)
 	}
-	current := uint64(revision)
-	conflict := func() error {
-		return &eventstore.WrongExpectedRevisionError{Stream: r.stream, Expected: r.expected, Actual: current, ActualExists: exists}
-	}
-
-	if len(r.events) == 0 {
-		if !r.expected.Allows(current, exists) {
-			return eventstore.AppendResult{}, conflict()
-		}
-		return eventstore.AppendResult{NextExpectedRevision: current, Position: uint64(position)}, nil
-	}
-
 	found, err := w.lookup(ctx, r.events)
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
 	}
-	if len(found) > 0 {
-		if res, ok := retried(r, found); ok {
-			return res, nil
-		}
-		if !r.expected.Allows(current, exists) {
-			return eventstore.AppendResult{}, conflict()
-		}
-		for _, e := range r.events {
-			if at, ok := found[e.EventID]; ok {
-				return eventstore.AppendResult{}, fmt.Errorf("append to %s: event %s is stored at %s revision %d: %w",
-					r.stream, e.EventID, at.stream, at.revision, ErrDuplicateEventID)
-			}
-		}
-	}
-	if !r.expected.Allows(current, exists) {
-		return eventstore.AppendResult{}, conflict()
+	current := uint64(revision)
+	head := eventstore.AppendResult{NextExpectedRevision: current, Position: uint64(position)}
+	if res, done, err := eventstore.CheckAppend(r.stream, r.expected, head, exists, r.events, found); done {
+		return res, err
 	}
 
 	next := uint64(0)
@@ -305,57 +247,23 @@ func (w batchTx) apply(ctx context.Context, r *appendRequest) (eventstore.Append
 }
 
 // lookup finds which of the events' ids are already stored, and where.
-func (w batchTx) lookup(ctx context.Context, events []eventschema.Envelope) (map[string]storedAt, error) {
-	var found map[string]storedAt
+func (w batchTx) lookup(ctx context.Context, events []eventschema.Envelope) (map[string]eventstore.StoredAt, error) {
+	var found map[string]eventstore.StoredAt
 	for _, e := range events {
-		var at storedAt
+		var at eventstore.StoredAt
 		var revision, position int64
-		err := w.findID.QueryRowContext(ctx, e.EventID).Scan(&at.stream, &revision, &position)
+		err := w.findID.QueryRowContext(ctx, e.EventID).Scan(&at.Stream, &revision, &position)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("look up event id %s: %w", e.EventID, err)
 		}
-		at.revision, at.position = uint64(revision), uint64(position)
+		at.Revision, at.Position = uint64(revision), uint64(position)
 		if found == nil {
-			found = make(map[string]storedAt, len(events))
+			found = make(map[string]eventstore.StoredAt, len(events))
 		}
 		found[e.EventID] = at
 	}
 	return found, nil
-}
-
-// retried reports whether r repeats an append that already succeeded: all its events are stored
-// in order at the end of what r's expectation described, as a lost acknowledgement would leave
-// them. It then returns that append's result.
-func retried(r *appendRequest, found map[string]storedAt) (eventstore.AppendResult, bool) {
-	first, ok := found[r.events[0].EventID]
-	if !ok || first.stream != r.stream {
-		return eventstore.AppendResult{}, false
-	}
-	var last storedAt
-	for i, e := range r.events {
-		at, ok := found[e.EventID]
-		if !ok || at.stream != r.stream || at.revision != first.revision+uint64(i) {
-			return eventstore.AppendResult{}, false
-		}
-		last = at
-	}
-	var matches bool
-	switch {
-	case r.expected.IsAny():
-		matches = true
-	case r.expected.IsNoStream():
-		matches = first.revision == 0
-	case r.expected.IsStreamExists():
-		matches = first.revision > 0
-	default:
-		rev, _ := r.expected.ExactRevision()
-		matches = first.revision == rev+1
-	}
-	if !matches {
-		return eventstore.AppendResult{}, false
-	}
-	return eventstore.AppendResult{NextExpectedRevision: last.revision, Position: last.position}, true
 }

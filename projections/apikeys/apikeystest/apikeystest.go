@@ -13,17 +13,15 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
 // Open returns a fresh, empty store for one test.
-type Open func(t *testing.T) apikeys.Store
+type Open = func(t *testing.T) apikeys.Store
 
 // Run runs the whole suite against the adapter that open builds.
 func Run(t *testing.T, open Open) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, apikeys.Store)
-	}{
+	readdbtest.Suite[apikeys.Store]{
 		{"LookupAndByKeyID", testLookup},
 		{"RevokedKeyIsNotFound", testRevoked},
 		{"StaleRevisionIgnored", testStale},
@@ -33,19 +31,10 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorIssueAndRevokeInOneBatch", testProjectorOneBatch},
 		{"ProjectorRevokeInLaterBatchAndRedelivery", testProjectorLaterBatch},
 		{"ProjectorIgnoresOtherEvents", testProjectorIgnores},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	}.Run(t, open)
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
 
 func upsert(t *testing.T, s apikeys.Store, rows ...apikeys.Row) {
 	t.Helper()

@@ -17,18 +17,16 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 	"github.com/samla/samla/query"
 )
 
 // Open returns a fresh, empty store for one test.
-type Open func(t *testing.T) collectiondata.Store
+type Open = func(t *testing.T) collectiondata.Store
 
 // Run runs the whole suite against the adapter that open builds.
 func Run(t *testing.T, open Open) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, collectiondata.Store)
-	}{
+	readdbtest.Suite[collectiondata.Store]{
 		{"RoundTripEveryField", testRoundTrip},
 		{"UnknownStaysAbsent", testUnknownStaysAbsent},
 		{"RowWithoutData", testRowWithoutData},
@@ -45,19 +43,10 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorIgnoresOtherCategoriesAndOrphans", testProjectorIgnores},
 		{"ProjectorKeepsUnknownAbsent", testProjectorUnknown},
 		{"QueryReader", testQueryReader},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	}.Run(t, open)
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
 
 // base is a fixed instant with sub-millisecond digits, to prove the store keeps ms precision.
 var base = time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)

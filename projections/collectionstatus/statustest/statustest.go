@@ -15,17 +15,15 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
 // Open returns a fresh, empty store for one test.
-type Open func(t *testing.T) collectionstatus.Store
+type Open = func(t *testing.T) collectionstatus.Store
 
 // Run runs the whole suite against the adapter that open builds.
 func Run(t *testing.T, open Open) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, collectionstatus.Store)
-	}{
+	readdbtest.Suite[collectionstatus.Store]{
 		{"RoundTripEveryField", testRoundTrip},
 		{"ExtraInformationNilEmptyPresent", testExtraInformation},
 		{"GetMany", testGetMany},
@@ -45,19 +43,10 @@ func Run(t *testing.T, open Open) {
 		{"StatusDetailsRoundTrip", testDetailsRoundTrip},
 		{"StatusDetailsReplacedAndCleared", testDetailsReplaced},
 		{"ProjectorStatusDetails", testProjectorDetails},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	}.Run(t, open)
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
 
 // base is a fixed instant with sub-millisecond digits, to prove the store keeps ms precision.
 var base = time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)

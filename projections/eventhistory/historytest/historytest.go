@@ -18,17 +18,15 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
 // Open returns a fresh, empty store for one test.
-type Open func(t *testing.T) eventhistory.Store
+type Open = func(t *testing.T) eventhistory.Store
 
 // Run runs the whole suite against the adapter that open builds.
 func Run(t *testing.T, open Open) {
-	tests := []struct {
-		name string
-		fn   func(*testing.T, eventhistory.Store)
-	}{
+	readdbtest.Suite[eventhistory.Store]{
 		{"RoundTripEveryField", testRoundTrip},
 		{"OldestFirst", testOrdering},
 		{"InsertIsIdempotent", testIdempotent},
@@ -40,19 +38,10 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorUpcastsBeforeStripping", testProjectorUpcasts},
 		{"ProjectorKeepsUnknownTypes", testProjectorUnknownType},
 		{"ProjectorKeepsInstructionsOut", testProjectorKeepsInstructionsOut},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	}.Run(t, open)
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
 
 var base = time.Date(2026, 3, 4, 5, 6, 7, 891_000_000, time.UTC)
 
