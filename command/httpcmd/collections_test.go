@@ -20,6 +20,7 @@ import (
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/httpapi/httpapitest"
 )
 
 const (
@@ -28,15 +29,6 @@ const (
 )
 
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-type keys map[string]string
-
-func (k keys) Lookup(_ context.Context, hash string) (string, error) {
-	if id, ok := k[hash]; ok {
-		return id, nil
-	}
-	return "", httpapi.ErrKeyNotFound
-}
 
 type env struct {
 	engine *gin.Engine
@@ -55,7 +47,7 @@ func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.Collect
 	if starter == nil {
 		starter = app.NewCollectionService(catalog.Sandbox(), repo, func() time.Time { return testNow })
 	}
-	opts := httpapi.Options{Keys: keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}}
+	opts := httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -100,16 +92,7 @@ func (e *env) post(t *testing.T, r req) *httptest.ResponseRecorder {
 
 func problemOf(t *testing.T, w *httptest.ResponseRecorder, status int, code string) httpapi.Problem {
 	t.Helper()
-	if w.Code != status {
-		t.Fatalf("status = %d, want %d: %s", w.Code, status, w.Body)
-	}
-	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, httpapi.ContentTypeProblem) {
-		t.Fatalf("Content-Type = %q", ct)
-	}
-	var p httpapi.Problem
-	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
-		t.Fatal(err)
-	}
+	p := httpapitest.Problem(t, w, status)
 	if p.Code != code {
 		t.Fatalf("code = %s, want %s: %s", p.Code, code, w.Body)
 	}

@@ -17,6 +17,8 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/kafka"
 )
@@ -38,82 +40,63 @@ func startBroker(t testing.TB) *kafka.Embedded {
 	return e
 }
 
-// memStore is an in-memory fake of the relay's Store: positions 1, 2, 3 … in append order.
+// memStore is the in-memory event store with a hiccup switch: when failAfter is positive, a
+// subscription fails once after delivering that many events.
 type memStore struct {
-	mu      sync.Mutex
-	events  []eventschema.Envelope
-	revs    map[string]uint64
-	changed chan struct{} // closed and replaced on every append
-	// failAfter, when positive, makes a subscription fail once after delivering that many
-	// events (a store hiccup).
+	*memstore.Store
 	failAfter atomic.Int64
 }
 
-func newMemStore() *memStore {
-	return &memStore{revs: map[string]uint64{}, changed: make(chan struct{})}
-}
+func newMemStore() *memStore { return &memStore{Store: memstore.New()} }
 
 var categories = []string{"collection", "consent", "cancellation", "user", "client"}
 
-// appendN appends n events spread over streams streams of every category.
+// appendN appends n events spread over streams streams of every category. It must be the
+// store's only writer, so that it knows the positions its events get.
 func (s *memStore) appendN(n, streams int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for range n {
-		pos := uint64(len(s.events) + 1)
+	ctx := context.Background()
+	stored, err := s.ReadAll(ctx, 0, 0)
+	if err != nil {
+		panic(err)
+	}
+	for pos := uint64(len(stored)) + 1; pos <= uint64(len(stored)+n); pos++ {
 		i := int(pos) % streams
 		stream := fmt.Sprintf("%s-%04d", categories[i%len(categories)], i)
-		rev, ok := s.revs[stream]
-		if ok {
-			rev++
-		}
-		s.revs[stream] = rev
-		s.events = append(s.events, eventschema.Envelope{
+		e := eventschema.Envelope{
 			EventID:       fmt.Sprintf("00000000-0000-4000-8000-%012d", pos),
 			Type:          "collection.status-changed",
 			SchemaVersion: 2,
 			Tenant:        "client-7",
-			Stream:        stream,
-			Revision:      rev,
-			Position:      pos,
 			OccurredAt:    time.Now().UTC().Truncate(time.Millisecond),
 			Payload:       json.RawMessage(`{"n":` + strconv.FormatUint(pos, 10) + `}`),
-		})
+		}
+		if _, err := s.Append(ctx, stream, eventstore.Any(), []eventschema.Envelope{e}); err != nil {
+			panic(err)
+		}
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 func (s *memStore) snapshot() []eventschema.Envelope {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]eventschema.Envelope(nil), s.events...)
+	events, err := s.ReadAll(context.Background(), 0, 0)
+	if err != nil {
+		panic(err)
+	}
+	return events
 }
 
 func (s *memStore) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, eventschema.Envelope) error) error {
 	delivered := int64(0)
-	for {
-		s.mu.Lock()
-		pending := append([]eventschema.Envelope(nil), s.events[min(int(after), len(s.events)):]...)
-		changed := s.changed
-		s.mu.Unlock()
-		for _, e := range pending {
-			if n := s.failAfter.Load(); n > 0 && delivered == n {
-				s.failAfter.Store(0)
-				return errors.New("store hiccup")
-			}
-			if err := handle(ctx, e); err != nil {
-				return err
-			}
-			after = e.Position
-			delivered++
+	return s.Store.SubscribeAll(ctx, after, func(ctx context.Context, e eventschema.Envelope) error {
+		if n := s.failAfter.Load(); n > 0 && delivered == n {
+			s.failAfter.Store(0)
+			return errors.New("store hiccup")
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := handle(ctx, e); err != nil {
+			return err
 		}
-	}
+		delivered++
+		return nil
+	})
 }
 
 // metric is a Counter and a Gauge.

@@ -1,7 +1,6 @@
 package httpquery_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/httpapi/httpapitest"
 	"github.com/samla/samla/query"
 	"github.com/samla/samla/query/httpquery"
 )
@@ -27,56 +27,6 @@ const (
 	acmeID    = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 	eeID      = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c"
 )
-
-type keys map[string]string
-
-func (k keys) Lookup(_ context.Context, hash string) (string, error) {
-	if id, ok := k[hash]; ok {
-		return id, nil
-	}
-	return "", httpapi.ErrKeyNotFound
-}
-
-// fakeStatus is a tenant-scoped status read model.
-type fakeStatus struct {
-	rows      map[string]query.StatusView
-	err       error
-	leakyRead bool // ignores the tenant, as a buggy reader would
-}
-
-func (f *fakeStatus) Get(_ context.Context, tenant, id string) (query.StatusView, error) {
-	if f.err != nil {
-		return query.StatusView{}, f.err
-	}
-	row, ok := f.rows[id]
-	if !ok || (!f.leakyRead && row.Tenant != tenant) {
-		return query.StatusView{}, query.ErrNotFound
-	}
-	return row, nil
-}
-
-type listCall struct {
-	tenant, stream string
-	after          *uint64
-	limit          int
-}
-
-// fakeHistory is a tenant-scoped history read model that records its calls.
-type fakeHistory struct {
-	events []query.HistoryEvent
-	calls  []listCall
-}
-
-func (f *fakeHistory) List(_ context.Context, tenant, stream string, after *uint64, limit int) ([]query.HistoryEvent, error) {
-	f.calls = append(f.calls, listCall{tenant, stream, after, limit})
-	var out []query.HistoryEvent
-	for _, e := range f.events {
-		if e.Tenant == tenant && e.Stream == stream && (after == nil || e.Revision > *after) && len(out) < limit {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
 
 type env struct {
 	engine  *gin.Engine
@@ -105,35 +55,20 @@ func newEnv(t *testing.T) *env {
 			Payload: json.RawMessage(`{"to":"LOGIN","personal":{"personalNumber":"199001010017"}}`),
 		})
 	}
-	eng := httpapi.NewEngine(httpapi.Options{Keys: keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}})
+	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: catalog.Sandbox()})
 	e.engine = eng
 	return e
 }
 
 func (e *env) get(t *testing.T, path, key, version string) *httptest.ResponseRecorder {
-	t.Helper()
-	r := httptest.NewRequest(http.MethodGet, path, nil)
-	r.Header.Set(httpapi.HeaderAPIKey, key)
-	if version != "" {
-		r.Header.Set(httpapi.HeaderServiceVersion, version)
-	}
-	w := httptest.NewRecorder()
-	e.engine.ServeHTTP(w, r)
-	return w
+	return httpapitest.Get(e.engine, path, key, version)
 }
 
+// problemCode checks the status and problem+json body of w and returns its code.
 func problemCode(t *testing.T, w *httptest.ResponseRecorder, status int) string {
 	t.Helper()
-	if w.Code != status {
-		t.Fatalf("status = %d, want %d: %s", w.Code, status, w.Body)
-	}
-	if !strings.HasPrefix(w.Header().Get("Content-Type"), httpapi.ContentTypeProblem) {
-		t.Fatalf("Content-Type = %q", w.Header().Get("Content-Type"))
-	}
-	var p httpapi.Problem
-	_ = json.Unmarshal(w.Body.Bytes(), &p)
-	return p.Code
+	return httpapitest.Problem(t, w, status).Code
 }
 
 func TestStatusPerVersion(t *testing.T) {
@@ -268,7 +203,7 @@ func TestStatusPollComputesTheQRData(t *testing.T) {
 		Message: "Scan the QR code with the EID app", QRStartSecret: secret,
 		EIDOrder: &query.EIDOrderView{QRStartToken: token, AutoStartToken: "auto-1", StartedAt: started},
 	}}}
-	eng := httpapi.NewEngine(httpapi.Options{Keys: keys{client.HashAPIKey(acmeKey): "acme"}})
+	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme"}})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: catalog.Sandbox(),
 		Now: func() time.Time { return now }})
 	e := &env{engine: eng}

@@ -2,7 +2,6 @@ package httpquery_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -16,12 +15,13 @@ import (
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/httpapi/httpapitest"
 	"github.com/samla/samla/query"
 	"github.com/samla/samla/query/httpquery"
 )
 
 // The data tests keep their fixtures apart from the status tests' (names prefixed with data), so
-// that either file can change without the other.
+// that either file can change without the other; the read-model fakes are in fakes_test.go.
 const (
 	dataAcmeKey   = "data-acme-key-0123456789abcdef0123456789abcdef"
 	dataGlobexKey = "data-globex-key-0123456789abcdef0123456789ab"
@@ -38,38 +38,6 @@ const (
 	unknownID  = "0196a1b2-c3d4-7e5f-8a9b-00000000000f"
 	statementB = "%PDF-1.7 relevé de carrière\x00\xff"
 )
-
-type dataKeys map[string]string
-
-func (k dataKeys) Lookup(_ context.Context, hash string) (string, error) {
-	if id, ok := k[hash]; ok {
-		return id, nil
-	}
-	return "", httpapi.ErrKeyNotFound
-}
-
-// dataStatus is a tenant-scoped status read model.
-type dataStatus struct {
-	rows map[string]query.StatusView
-	err  error
-}
-
-func (f *dataStatus) Get(_ context.Context, tenant, id string) (query.StatusView, error) {
-	if f.err != nil {
-		return query.StatusView{}, f.err
-	}
-	row, ok := f.rows[id]
-	if !ok || row.Tenant != tenant {
-		return query.StatusView{}, query.ErrNotFound
-	}
-	return row, nil
-}
-
-type noHistory struct{}
-
-func (noHistory) List(context.Context, string, string, *uint64, int) ([]query.HistoryEvent, error) {
-	return nil, nil
-}
 
 // fakeData is a tenant-scoped data read model that counts its reads.
 type fakeData struct {
@@ -108,7 +76,7 @@ func dStr(s string) *string { return &s }
 
 type dataEnv struct {
 	engine *gin.Engine
-	status *dataStatus
+	status *fakeStatus
 	data   *fakeData
 }
 
@@ -123,7 +91,7 @@ func newDataEnv(t *testing.T) *dataEnv {
 		return query.DataView{CollectionID: id, Tenant: "acme", Company: company, Product: product, Status: st}
 	}
 	e := &dataEnv{
-		status: &dataStatus{rows: map[string]query.StatusView{
+		status: &fakeStatus{rows: map[string]query.StatusView{
 			insID:     status(insID, "se-demo-insurer", "INSURANCE", "COMPLETED"),
 			wealthID:  status(wealthID, "se-demo-bank", "WEALTH", "COMPLETED_PARTIAL"),
 			frID:      status(frID, "fr-demo-pension-info", "WEALTH", "COMPLETED"),
@@ -162,41 +130,17 @@ func newDataEnv(t *testing.T) *dataEnv {
 	e.data.views[wealthID] = w
 
 	eng := httpapi.NewEngine(httpapi.Options{
-		Keys:      dataKeys{client.HashAPIKey(dataAcmeKey): "acme", client.HashAPIKey(dataGlobexKey): "globex"},
+		Keys:      httpapitest.Keys{client.HashAPIKey(dataAcmeKey): "acme", client.HashAPIKey(dataGlobexKey): "globex"},
 		RateLimit: httpapi.RateLimit{Disabled: true},
 	})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: noHistory{},
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: &fakeHistory{},
 		Companies: catalog.Sandbox(), Data: e.data})
 	e.engine = eng
 	return e
 }
 
 func (e *dataEnv) get(t *testing.T, path, key, version string) *httptest.ResponseRecorder {
-	t.Helper()
-	r := httptest.NewRequest(http.MethodGet, path, nil)
-	r.Header.Set(httpapi.HeaderAPIKey, key)
-	if version != "" {
-		r.Header.Set(httpapi.HeaderServiceVersion, version)
-	}
-	w := httptest.NewRecorder()
-	e.engine.ServeHTTP(w, r)
-	return w
-}
-
-// dataProblem checks the status and problem+json body of w and returns its code.
-func dataProblem(t *testing.T, w *httptest.ResponseRecorder, status int) string {
-	t.Helper()
-	if w.Code != status {
-		t.Fatalf("status = %d, want %d: %s", w.Code, status, w.Body)
-	}
-	if !strings.HasPrefix(w.Header().Get("Content-Type"), httpapi.ContentTypeProblem) {
-		t.Fatalf("Content-Type = %q", w.Header().Get("Content-Type"))
-	}
-	var p httpapi.Problem
-	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
-		t.Fatalf("problem body: %v", err)
-	}
-	return p.Code
+	return httpapitest.Get(e.engine, path, key, version)
 }
 
 func dataOK(t *testing.T, w *httptest.ResponseRecorder, version string) string {
@@ -284,7 +228,7 @@ func TestDataNotFound(t *testing.T) {
 				if strings.HasPrefix(tc.path, "/data") && v == "2026-04-01" {
 					continue // see TestLegacyData
 				}
-				if code := dataProblem(t, e.get(t, tc.path, tc.key, v), http.StatusNotFound); code != tc.code {
+				if code := problemCode(t, e.get(t, tc.path, tc.key, v), http.StatusNotFound); code != tc.code {
 					t.Fatalf("%s: code = %s, want %s", v, code, tc.code)
 				}
 			}
@@ -307,7 +251,7 @@ func TestDataNotFinished(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e.data.reads = 0
 			w := e.get(t, path, dataAcmeKey, "2025-01-01")
-			if code := dataProblem(t, w, http.StatusConflict); code != httpquery.CodeCollectionNotFinished {
+			if code := problemCode(t, w, http.StatusConflict); code != httpquery.CodeCollectionNotFinished {
 				t.Fatalf("code = %s", code)
 			}
 			if e.data.reads != 0 {
@@ -323,7 +267,7 @@ func TestDataNotFinished(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := e.get(t, path, dataAcmeKey, "2026-04-01")
-			if code := dataProblem(t, w, http.StatusConflict); code != httpquery.CodeCollectionNotFinished {
+			if code := problemCode(t, w, http.StatusConflict); code != httpquery.CodeCollectionNotFinished {
 				t.Fatalf("code = %s", code)
 			}
 			if w.Header().Get("Retry-After") != "1" {
@@ -374,12 +318,12 @@ func TestLegacyData(t *testing.T) {
 	}
 	// The endpoint does not exist on 2026-04-01, whatever the collection.
 	for _, path := range []string{"/data?collectionId=" + insID, "/data?collectionId=" + unknownID, "/data"} {
-		if code := dataProblem(t, e.get(t, path, dataAcmeKey, "2026-04-01"), http.StatusNotFound); code != httpapi.CodeNotFound {
+		if code := problemCode(t, e.get(t, path, dataAcmeKey, "2026-04-01"), http.StatusNotFound); code != httpapi.CodeNotFound {
 			t.Fatalf("%s on 2026-04-01: code = %s", path, code)
 		}
 	}
 	for _, path := range []string{"/data", "/data?collectionId="} {
-		if code := dataProblem(t, e.get(t, path, dataAcmeKey, "2025-01-01"), http.StatusBadRequest); code != httpapi.CodeValidationFailed {
+		if code := problemCode(t, e.get(t, path, dataAcmeKey, "2025-01-01"), http.StatusBadRequest); code != httpapi.CodeValidationFailed {
 			t.Fatalf("%s: code = %s", path, code)
 		}
 	}
@@ -400,7 +344,7 @@ func TestDataReaderFaultsAre500(t *testing.T) {
 			e := newDataEnv(t)
 			tc.breakIt(e)
 			w := e.get(t, tc.path, dataAcmeKey, "")
-			if code := dataProblem(t, w, http.StatusInternalServerError); code != httpapi.CodeInternal {
+			if code := problemCode(t, w, http.StatusInternalServerError); code != httpapi.CodeInternal {
 				t.Fatalf("code = %s", code)
 			}
 			if strings.Contains(w.Body.String(), boom.Error()) {
@@ -411,12 +355,9 @@ func TestDataReaderFaultsAre500(t *testing.T) {
 }
 
 func TestDataRoutesNeedTheReader(t *testing.T) {
-	eng := httpapi.NewEngine(httpapi.Options{Keys: dataKeys{client.HashAPIKey(dataAcmeKey): "acme"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &dataStatus{}, History: noHistory{}, Companies: catalog.Sandbox()})
-	r := httptest.NewRequest(http.MethodGet, "/collections/"+insID+"/insurance/data", nil)
-	r.Header.Set(httpapi.HeaderAPIKey, dataAcmeKey)
-	w := httptest.NewRecorder()
-	eng.ServeHTTP(w, r)
+	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(dataAcmeKey): "acme"}})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: catalog.Sandbox()})
+	w := httpapitest.Get(eng, "/collections/"+insID+"/insurance/data", dataAcmeKey, "")
 	if w.Code != http.StatusNotFound {
 		t.Fatalf("without Deps.Data the data routes answered %d", w.Code)
 	}
