@@ -161,7 +161,9 @@ func Start(ctx context.Context, cfg *config.Config, roles Roles, logger *slog.Lo
 			return nil, err
 		}
 	}
-	if roles.Command && cfg.Sandbox {
+	// The sandbox client exists for trying the service: with the sandbox, or whenever the operator
+	// names its key explicitly (e.g. against a standalone `samla sandbox`).
+	if roles.Command && (cfg.Sandbox || cfg.BootstrapAPIKey != "") {
 		if err := s.bootstrap(ctx); err != nil {
 			return nil, err
 		}
