@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/samla/samla/projections/readdb"
 )
 
 // clickhouseSchema is the key table's ClickHouse DDL for 18.16 and current servers: revoked is
@@ -20,6 +21,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
 	revision  UInt64
 ) ENGINE = ReplacingMergeTree(revision)
 ORDER BY key_hash`
+
+const clickhouseColumns = `key_hash, client_id, key_id, revoked, revision`
 
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
@@ -45,57 +48,24 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	set := clickhouse.GroupSet{Value: make([]any, len(rows))}
+	hashes := make([]string, len(rows))
 	for i, r := range rows {
-		set.Value[i] = r.KeyHash
+		hashes[i] = r.KeyHash
 	}
-	stored := map[string]uint64{}
-	res, err := s.conn.Query(ctx, `SELECT key_hash, max(revision) FROM api_keys
-		WHERE key_hash IN ? GROUP BY key_hash`, set)
+	stored, err := readdb.StoredRevisions(ctx, s.conn, "api_keys", "key_hash", hashes)
 	if err != nil {
-		return fmt.Errorf("upsert api keys: read revisions: %w", err)
+		return fmt.Errorf("upsert api keys: %w", err)
 	}
-	for res.Next() {
-		var (
-			hash string
-			rev  uint64
-		)
-		if err := res.Scan(&hash, &rev); err != nil {
-			_ = res.Close()
-			return fmt.Errorf("upsert api keys: scan revision: %w", err)
-		}
-		stored[hash] = rev
-	}
-	err = res.Err()
-	_ = res.Close()
-	if err != nil {
-		return fmt.Errorf("upsert api keys: read revisions: %w", err)
-	}
-
-	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO api_keys (key_hash, client_id, key_id, revoked, revision)`)
-	if err != nil {
-		return fmt.Errorf("upsert api keys: prepare batch: %w", err)
-	}
-	defer func() { _ = batch.Close() }()
-	n := 0
-	for _, r := range rows {
-		if rev, ok := stored[r.KeyHash]; ok && r.Revision <= rev {
-			continue
-		}
+	rows = readdb.KeepNewer(rows, stored, func(r Row) string { return r.KeyHash }, func(r Row) uint64 { return r.Revision })
+	err = readdb.InsertBatch(ctx, s.conn, "api_keys", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		var revoked uint8
 		if r.Revoked {
 			revoked = 1
 		}
-		if err := batch.Append(r.KeyHash, r.ClientID, r.KeyID, revoked, r.Revision); err != nil {
-			return fmt.Errorf("upsert api key %s of %s@%d: %w", r.KeyID, r.ClientID, r.Revision, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("upsert %d api keys: %w", n, err)
+		return []any{r.KeyHash, r.ClientID, r.KeyID, revoked, r.Revision}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert api keys: %w", err)
 	}
 	return nil
 }
@@ -103,7 +73,7 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 // Lookup implements Store. revoked changes between versions, so it is tested on the collapsed
 // row, not in the WHERE clause that may run before FINAL.
 func (s *ClickHouseStore) Lookup(ctx context.Context, keyHash string) (string, error) {
-	r, ok, err := s.one(ctx, `SELECT key_hash, client_id, key_id, revoked, revision FROM api_keys FINAL
+	r, ok, err := s.one(ctx, `SELECT `+clickhouseColumns+` FROM api_keys FINAL
 		WHERE key_hash = ?`, keyHash)
 	if err != nil {
 		return "", fmt.Errorf("look up api key: %w", err)
@@ -117,7 +87,7 @@ func (s *ClickHouseStore) Lookup(ctx context.Context, keyHash string) (string, e
 // ByKeyID implements Store. client_id and key_id never change for a key, so filtering on them
 // before FINAL is safe.
 func (s *ClickHouseStore) ByKeyID(ctx context.Context, clientID, keyID string) (Row, error) {
-	r, ok, err := s.one(ctx, `SELECT key_hash, client_id, key_id, revoked, revision FROM api_keys FINAL
+	r, ok, err := s.one(ctx, `SELECT `+clickhouseColumns+` FROM api_keys FINAL
 		WHERE client_id = ? AND key_id = ? ORDER BY revision DESC LIMIT 1`, clientID, keyID)
 	if err != nil {
 		return Row{}, fmt.Errorf("read key %s of client %s: %w", keyID, clientID, err)

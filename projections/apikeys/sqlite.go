@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/samla/samla/projections/readdb"
 )
 
 // sqliteSchema is the key table's SQLite DDL: keyed by hash for Lookup, indexed by
@@ -19,6 +21,13 @@ CREATE TABLE IF NOT EXISTS api_keys (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS api_keys_by_key_id ON api_keys (client_id, key_id);
 `
+
+// sqliteUpsert only overwrites a key with a newer revision.
+const sqliteUpsert = `INSERT INTO api_keys (key_hash, client_id, key_id, revoked, revision)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (key_hash) DO UPDATE SET client_id = excluded.client_id, key_id = excluded.key_id,
+	revoked = excluded.revoked, revision = excluded.revision
+WHERE excluded.revision > api_keys.revision`
 
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
@@ -41,27 +50,13 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, func(r Row) ([]any, error) {
+			return []any{r.KeyHash, r.ClientID, r.KeyID, r.Revoked, int64(r.Revision)}, nil
+		})
+	})
 	if err != nil {
-		return fmt.Errorf("upsert api keys: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO api_keys (key_hash, client_id, key_id, revoked, revision)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (key_hash) DO UPDATE SET client_id = excluded.client_id, key_id = excluded.key_id,
-			revoked = excluded.revoked, revision = excluded.revision
-		WHERE excluded.revision > api_keys.revision`)
-	if err != nil {
-		return fmt.Errorf("upsert api keys: prepare: %w", err)
-	}
-	defer func() { _ = stmt.Close() }()
-	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, r.KeyHash, r.ClientID, r.KeyID, r.Revoked, int64(r.Revision)); err != nil {
-			return fmt.Errorf("upsert api key %s of %s@%d: %w", r.KeyID, r.ClientID, r.Revision, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("upsert api keys: commit: %w", err)
+		return fmt.Errorf("upsert api keys: %w", err)
 	}
 	return nil
 }

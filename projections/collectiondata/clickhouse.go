@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/samla/samla/projections/readdb"
@@ -56,9 +55,6 @@ const clickhouseColumns = `collection_id, tenant, company, product, status, data
 const clickhouseDocMeta = `collection_id, document_id, tenant, kind, content_type, file_name, size,
 	sha256, at_ms, revision`
 
-// clickhouseMaxIn bounds the ids of one IN list so that the bound query stays small.
-const clickhouseMaxIn = 1000
-
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
 	conn driver.Conn
@@ -81,9 +77,9 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 // key, so every version of a row passes or fails the filter together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+	for _, chunk := range readdb.Chunks(ids, readdb.ClickHouseMaxIn) {
 		err := s.query(ctx, func(r Row) { out[r.CollectionID] = r },
-			`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN ?`, inSet(chunk))
+			`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN ?`, readdb.InSet(chunk))
 		if err != nil {
 			return nil, err
 		}
@@ -119,39 +115,25 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 	for i, r := range rows {
 		ids[i] = r.CollectionID
 	}
-	stored, err := s.rowRevisions(ctx, ids)
+	stored, err := readdb.StoredRevisions(ctx, s.conn, "collection_data", "collection_id", ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("upsert collection data: %w", err)
 	}
-	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO collection_data (`+clickhouseColumns+`)`)
-	if err != nil {
-		return fmt.Errorf("upsert collection data: prepare batch: %w", err)
-	}
-	defer func() { _ = batch.Close() }()
-	n := 0
-	for _, r := range rows {
-		if rev, ok := stored[r.CollectionID]; ok && r.Revision <= rev {
-			continue
-		}
+	rows = readdb.KeepNewer(rows, stored, func(r Row) string { return r.CollectionID }, func(r Row) uint64 { return r.Revision })
+	err = readdb.InsertBatch(ctx, s.conn, "collection_data", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		content, err := encodeContent(r.Content)
 		if err != nil {
-			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
+			return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 		}
 		personal, err := encodePersonal(r.Personal)
 		if err != nil {
-			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
+			return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 		}
-		if err := batch.Append(r.CollectionID, r.Tenant, r.Company, r.Product, r.Status, content,
-			personal, readdb.UMillis(r.UpdatedAt), r.Revision); err != nil {
-			return fmt.Errorf("upsert collection data %s@%d: %w", r.CollectionID, r.Revision, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("upsert %d collection data rows: %w", n, err)
+		return []any{r.CollectionID, r.Tenant, r.Company, r.Product, r.Status, content,
+			personal, readdb.UMillis(r.UpdatedAt), r.Revision}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert collection data: %w", err)
 	}
 	return nil
 }
@@ -168,96 +150,24 @@ func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error
 			ids = append(ids, d.CollectionID)
 		}
 	}
-	stored, err := s.docRevisions(ctx, ids)
+	stored, err := readdb.StoredSubRevisions(ctx, s.conn, "collection_documents", "collection_id", "document_id", ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("upsert collection documents: %w", err)
 	}
-	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO collection_documents (`+clickhouseDocMeta+`, personal_content)`)
+	docs = readdb.KeepNewer(docs, stored, func(d Document) [2]string { return [2]string{d.CollectionID, d.DocumentID} },
+		func(d Document) uint64 { return d.Revision })
+	err = readdb.InsertBatch(ctx, s.conn, "collection_documents", clickhouseDocMeta+`, personal_content`, docs,
+		func(d Document) ([]any, error) {
+			if d.Size < 0 {
+				return nil, fmt.Errorf("collection document %s/%s: negative size %d", d.CollectionID, d.DocumentID, d.Size)
+			}
+			return []any{d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType, d.FileName,
+				uint64(d.Size), d.SHA256, readdb.UMillis(d.At), d.Revision, d.Content}, nil
+		})
 	if err != nil {
-		return fmt.Errorf("upsert collection documents: prepare batch: %w", err)
-	}
-	defer func() { _ = batch.Close() }()
-	n := 0
-	for _, d := range docs {
-		if rev, ok := stored[docKey{d.CollectionID, d.DocumentID}]; ok && d.Revision <= rev {
-			continue
-		}
-		if d.Size < 0 {
-			return fmt.Errorf("upsert collection document %s/%s: negative size %d", d.CollectionID, d.DocumentID, d.Size)
-		}
-		if err := batch.Append(d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType, d.FileName,
-			uint64(d.Size), d.SHA256, readdb.UMillis(d.At), d.Revision, d.Content); err != nil {
-			return fmt.Errorf("upsert collection document %s/%s@%d: %w", d.CollectionID, d.DocumentID, d.Revision, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("upsert %d collection documents: %w", n, err)
+		return fmt.Errorf("upsert collection documents: %w", err)
 	}
 	return nil
-}
-
-// rowRevisions returns the highest stored revision per existing collection. max() over the raw
-// versions needs no FINAL: the highest revision is the one FINAL would keep.
-func (s *ClickHouseStore) rowRevisions(ctx context.Context, ids []string) (map[string]uint64, error) {
-	out := make(map[string]uint64, len(ids))
-	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
-		rows, err := s.conn.Query(ctx, `SELECT collection_id, max(revision) FROM collection_data
-			WHERE collection_id IN ? GROUP BY collection_id`, inSet(chunk))
-		if err != nil {
-			return nil, fmt.Errorf("read collection data revisions: %w", err)
-		}
-		for rows.Next() {
-			var (
-				id  string
-				rev uint64
-			)
-			if err := rows.Scan(&id, &rev); err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("scan collection data revision: %w", err)
-			}
-			out[id] = rev
-		}
-		err = rows.Err()
-		_ = rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read collection data revisions: %w", err)
-		}
-	}
-	return out, nil
-}
-
-// docRevisions is rowRevisions for the documents of the given collections.
-func (s *ClickHouseStore) docRevisions(ctx context.Context, ids []string) (map[docKey]uint64, error) {
-	out := map[docKey]uint64{}
-	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
-		rows, err := s.conn.Query(ctx, `SELECT collection_id, document_id, max(revision)
-			FROM collection_documents WHERE collection_id IN ?
-			GROUP BY collection_id, document_id`, inSet(chunk))
-		if err != nil {
-			return nil, fmt.Errorf("read collection document revisions: %w", err)
-		}
-		for rows.Next() {
-			var (
-				k   docKey
-				rev uint64
-			)
-			if err := rows.Scan(&k.collectionID, &k.documentID, &rev); err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("scan collection document revision: %w", err)
-			}
-			out[k] = rev
-		}
-		err = rows.Err()
-		_ = rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read collection document revisions: %w", err)
-		}
-	}
-	return out, nil
 }
 
 // Get implements Store. tenant never changes for a collection, so, like the key, it can be
@@ -382,14 +292,4 @@ func (s *ClickHouseStore) queryDocs(ctx context.Context, withContent bool, each 
 		return fmt.Errorf("read collection documents: %w", err)
 	}
 	return nil
-}
-
-// inSet binds a list of strings as a parenthesised IN set; a plain slice would bind as an
-// array literal, which IN does not take on every server version.
-func inSet(values []string) clickhouse.GroupSet {
-	set := clickhouse.GroupSet{Value: make([]any, len(values))}
-	for i, v := range values {
-		set.Value[i] = v
-	}
-	return set
 }

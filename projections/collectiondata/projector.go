@@ -36,66 +36,34 @@ func (p *Projector) Name() string { return ProjectorName }
 // arrive in order (one Kafka partition per stream), so an event at or below the row's revision
 // has been folded already.
 func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
-	var events []eventschema.Envelope
-	var ids []string
-	seen := map[string]bool{}
-	for _, env := range batch {
-		if eventschema.Category(env.Stream) != "collection" || !relevant(env.Type) {
-			continue
-		}
-		events = append(events, env)
-		id := strings.TrimPrefix(env.Stream, collection.StreamPrefix)
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	if len(events) == 0 {
-		return nil
-	}
-	rows, err := p.store.GetMany(ctx, ids)
-	if err != nil {
-		return fmt.Errorf("%s: load rows: %w", ProjectorName, err)
-	}
-	if rows == nil {
-		rows = map[string]Row{}
-	}
-	changed := map[string]bool{}
-	var order []string
 	var docs []Document
-	for _, env := range events {
-		id := strings.TrimPrefix(env.Stream, collection.StreamPrefix)
-		row, exists := rows[id]
-		if exists && env.Revision <= row.Revision {
-			continue // already reflected: a redelivery or a replay
-		}
-		next, doc, ok, err := p.apply(id, row, exists, env)
-		if err != nil {
-			return fmt.Errorf("%s: %w", ProjectorName, err)
-		}
-		if !ok {
-			continue
-		}
-		if doc != nil {
-			docs = append(docs, *doc)
-		}
-		rows[id] = next
-		if !changed[id] {
-			changed[id] = true
-			order = append(order, id)
-		}
+	rows, err := readdb.FoldStreams(ctx, batch, foldKey, p.store.GetMany,
+		func(r Row) uint64 { return r.Revision },
+		func(id string, row Row, exists bool, env eventschema.Envelope) (Row, bool, error) {
+			next, doc, ok, err := p.apply(id, row, exists, env)
+			if ok && doc != nil {
+				docs = append(docs, *doc)
+			}
+			return next, ok, err
+		})
+	if err != nil {
+		return fmt.Errorf("%s: %w", ProjectorName, err)
 	}
-	if len(order) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	out := make([]Row, len(order))
-	for i, id := range order {
-		out[i] = rows[id]
-	}
-	if err := p.store.Upsert(ctx, out, docs); err != nil {
-		return fmt.Errorf("%s: write %d rows and %d documents: %w", ProjectorName, len(out), len(docs), err)
+	if err := p.store.Upsert(ctx, rows, docs); err != nil {
+		return fmt.Errorf("%s: write %d rows and %d documents: %w", ProjectorName, len(rows), len(docs), err)
 	}
 	return nil
+}
+
+// foldKey is the row key of a collection event this read model shows.
+func foldKey(env eventschema.Envelope) (string, bool) {
+	if eventschema.Category(env.Stream) != "collection" || !relevant(env.Type) {
+		return "", false
+	}
+	return strings.TrimPrefix(env.Stream, collection.StreamPrefix), true
 }
 
 // relevant lists the event types that change the read model. The rest (claimed, input

@@ -111,71 +111,42 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 	if len(rows) == 0 && len(docs) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		if err := readdb.ExecEach(ctx, tx, sqliteDocUpsert, docs, sqliteDocArgs); err != nil {
+			return fmt.Errorf("documents: %w", err)
+		}
+		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, sqliteRowArgs)
+	})
 	if err != nil {
-		return fmt.Errorf("upsert collection data: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if len(docs) > 0 {
-		if err := upsertSQLiteDocs(ctx, tx, docs); err != nil {
-			return err
-		}
-	}
-	if len(rows) > 0 {
-		if err := upsertSQLiteRows(ctx, tx, rows); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("upsert collection data: commit: %w", err)
+		return fmt.Errorf("upsert collection data: %w", err)
 	}
 	return nil
 }
 
-func upsertSQLiteRows(ctx context.Context, tx *sql.Tx, rows []Row) error {
-	stmt, err := tx.PrepareContext(ctx, sqliteUpsert)
+func sqliteRowArgs(r Row) ([]any, error) {
+	content, err := encodeContent(r.Content)
 	if err != nil {
-		return fmt.Errorf("upsert collection data: prepare: %w", err)
+		return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	defer func() { _ = stmt.Close() }()
-	for _, r := range rows {
-		content, err := encodeContent(r.Content)
-		if err != nil {
-			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
-		}
-		personal, err := encodePersonal(r.Personal)
-		if err != nil {
-			return fmt.Errorf("upsert collection data %s: %w", r.CollectionID, err)
-		}
-		var personalArg any // NULL when there is no personal data
-		if personal != "" {
-			personalArg = personal
-		}
-		if _, err := stmt.ExecContext(ctx, r.CollectionID, r.Tenant, r.Company, r.Product, r.Status,
-			content, personalArg, readdb.Millis(r.UpdatedAt), int64(r.Revision)); err != nil {
-			return fmt.Errorf("upsert collection data %s@%d: %w", r.CollectionID, r.Revision, err)
-		}
+	personal, err := encodePersonal(r.Personal)
+	if err != nil {
+		return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	return nil
+	var personalArg any // NULL when there is no personal data
+	if personal != "" {
+		personalArg = personal
+	}
+	return []any{r.CollectionID, r.Tenant, r.Company, r.Product, r.Status,
+		content, personalArg, readdb.Millis(r.UpdatedAt), int64(r.Revision)}, nil
 }
 
-func upsertSQLiteDocs(ctx context.Context, tx *sql.Tx, docs []Document) error {
-	stmt, err := tx.PrepareContext(ctx, sqliteDocUpsert)
-	if err != nil {
-		return fmt.Errorf("upsert collection documents: prepare: %w", err)
+func sqliteDocArgs(d Document) ([]any, error) {
+	var content any // NULL when there is no content
+	if len(d.Content) > 0 {
+		content = d.Content
 	}
-	defer func() { _ = stmt.Close() }()
-	for _, d := range docs {
-		var content any // NULL when there is no content
-		if len(d.Content) > 0 {
-			content = d.Content
-		}
-		if _, err := stmt.ExecContext(ctx, d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType,
-			d.FileName, d.Size, d.SHA256, readdb.Millis(d.At), int64(d.Revision), content); err != nil {
-			return fmt.Errorf("upsert collection document %s/%s@%d: %w", d.CollectionID, d.DocumentID, d.Revision, err)
-		}
-	}
-	return nil
+	return []any{d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType,
+		d.FileName, d.Size, d.SHA256, readdb.Millis(d.At), int64(d.Revision), content}, nil
 }
 
 // Get implements Store.
@@ -265,18 +236,16 @@ func scanSQLiteDoc(rows *sql.Rows, withContent bool) (Document, error) {
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("reset collection_data: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	for _, table := range []string{"collection_documents", "collection_data"} {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
-			return fmt.Errorf("reset %s: %w", table, err)
+	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		for _, table := range []string{"collection_documents", "collection_data"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("reset collection_data: commit: %w", err)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset collection_data: %w", err)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/samla/samla/projections/readdb"
@@ -45,9 +44,6 @@ ORDER BY collection_id`
 const clickhouseColumns = `collection_id, tenant, company, product, login_method, api_version,
 	user_uuid, status, extra_information, ` + detailColumns + `, created_at_ms, updated_at_ms, revision`
 
-// clickhouseMaxIn bounds the ids of one IN list so that the bound query stays small.
-const clickhouseMaxIn = 1000
-
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
 	conn driver.Conn
@@ -61,63 +57,22 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse collection_status: %w", err)
 	}
-	if err := addClickHouseDetailColumns(ctx, conn); err != nil {
+	// A table created before the status-detail columns existed gets them; its row versions
+	// read '' for them: no details, which is what they had.
+	if err := readdb.EnsureClickHouseColumns(ctx, conn, "collection_status", detailColumnNames, "String DEFAULT ''"); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse collection_status: %w", err)
 	}
 	return &ClickHouseStore{conn: conn}, nil
-}
-
-// addClickHouseDetailColumns adds the status-detail columns to a table created before they
-// existed. 18.16 has no ADD COLUMN IF NOT EXISTS, so the table's columns are read first; when
-// another process added a column in between, the ALTER fails and a second look settles it.
-// Existing row versions read ” for the new columns: no details, which is what they had.
-func addClickHouseDetailColumns(ctx context.Context, conn driver.Conn) error {
-	columns := func() (map[string]bool, error) {
-		rows, err := conn.Query(ctx, `SELECT name FROM system.columns
-			WHERE database = currentDatabase() AND table = 'collection_status'`)
-		if err != nil {
-			return nil, fmt.Errorf("read columns: %w", err)
-		}
-		defer func() { _ = rows.Close() }()
-		have := map[string]bool{}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				return nil, fmt.Errorf("read columns: %w", err)
-			}
-			have[name] = true
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read columns: %w", err)
-		}
-		return have, nil
-	}
-	have, err := columns()
-	if err != nil {
-		return err
-	}
-	for _, col := range detailColumnNames {
-		if have[col] {
-			continue
-		}
-		if err := conn.Exec(ctx, `ALTER TABLE collection_status ADD COLUMN `+col+` String DEFAULT ''`); err != nil {
-			if now, cerr := columns(); cerr == nil && now[col] {
-				continue // a concurrent migration added it
-			}
-			return fmt.Errorf("add column %s: %w", col, err)
-		}
-	}
-	return nil
 }
 
 // GetMany implements Store. Filtering on collection_id before FINAL is safe: it is the sorting
 // key, so every version of a row passes or fails the filter together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
+	for _, chunk := range readdb.Chunks(ids, readdb.ClickHouseMaxIn) {
 		err := s.query(ctx, func(r Row) { out[r.CollectionID] = r },
 			`SELECT `+clickhouseColumns+` FROM collection_status FINAL WHERE collection_id IN ?`,
-			inSet(chunk))
+			readdb.InSet(chunk))
 		if err != nil {
 			return nil, err
 		}
@@ -143,73 +98,28 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	for i, r := range rows {
 		ids[i] = r.CollectionID
 	}
-	stored, err := s.revisions(ctx, ids)
+	stored, err := readdb.StoredRevisions(ctx, s.conn, "collection_status", "collection_id", ids)
 	if err != nil {
-		return err
+		return fmt.Errorf("upsert collection statuses: %w", err)
 	}
-	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO collection_status (`+clickhouseColumns+`)`)
-	if err != nil {
-		return fmt.Errorf("upsert collection statuses: prepare batch: %w", err)
-	}
-	defer func() { _ = batch.Close() }()
-	n := 0
-	for _, r := range rows {
-		if rev, ok := stored[r.CollectionID]; ok && r.Revision <= rev {
-			continue
-		}
+	rows = readdb.KeepNewer(rows, stored, func(r Row) string { return r.CollectionID }, func(r Row) uint64 { return r.Revision })
+	err = readdb.InsertBatch(ctx, s.conn, "collection_status", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		extra, err := encodeExtra(r.ExtraInformation)
 		if err != nil {
-			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
+			return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 		}
 		details, err := encodeDetails(r)
 		if err != nil {
-			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
+			return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 		}
 		args := append([]any{r.CollectionID, r.Tenant, r.Company, r.Product, r.LoginMethod,
 			r.APIVersion, r.UserUUID, r.Status, extra}, details.args()...)
-		args = append(args, readdb.UMillis(r.CreatedAt), readdb.UMillis(r.UpdatedAt), r.Revision)
-		if err := batch.Append(args...); err != nil {
-			return fmt.Errorf("upsert collection status %s@%d: %w", r.CollectionID, r.Revision, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("upsert %d collection statuses: %w", n, err)
+		return append(args, readdb.UMillis(r.CreatedAt), readdb.UMillis(r.UpdatedAt), r.Revision), nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert collection statuses: %w", err)
 	}
 	return nil
-}
-
-// revisions returns the highest stored revision per existing collection. max() over the raw
-// versions needs no FINAL: the highest revision is the one FINAL would keep.
-func (s *ClickHouseStore) revisions(ctx context.Context, ids []string) (map[string]uint64, error) {
-	out := make(map[string]uint64, len(ids))
-	for _, chunk := range readdb.Chunks(ids, clickhouseMaxIn) {
-		rows, err := s.conn.Query(ctx, `SELECT collection_id, max(revision) FROM collection_status
-			WHERE collection_id IN ? GROUP BY collection_id`, inSet(chunk))
-		if err != nil {
-			return nil, fmt.Errorf("read collection status revisions: %w", err)
-		}
-		for rows.Next() {
-			var (
-				id  string
-				rev uint64
-			)
-			if err := rows.Scan(&id, &rev); err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("scan collection status revision: %w", err)
-			}
-			out[id] = rev
-		}
-		err = rows.Err()
-		_ = rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read collection status revisions: %w", err)
-		}
-	}
-	return out, nil
 }
 
 // Get implements Store. tenant never changes for a collection, so, like the key, it can be
@@ -244,7 +154,7 @@ func (s *ClickHouseStore) ListNonFinal(ctx context.Context, limit int) ([]Row, e
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
 	var out []Row
-	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, inSet(nonFinalStatuses())); err != nil {
+	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, readdb.InSet(nonFinalStatuses())); err != nil {
 		return nil, fmt.Errorf("list non-final collections: %w", err)
 	}
 	return out, nil
@@ -291,14 +201,4 @@ func (s *ClickHouseStore) query(ctx context.Context, each func(Row), q string, a
 		return fmt.Errorf("read collection statuses: %w", err)
 	}
 	return nil
-}
-
-// inSet binds a list of strings as a parenthesised IN set; a plain slice would bind as an
-// array literal, which IN does not take on every server version.
-func inSet(values []string) clickhouse.GroupSet {
-	set := clickhouse.GroupSet{Value: make([]any, len(values))}
-	for i, v := range values {
-		set.Value[i] = v
-	}
-	return set
 }

@@ -34,62 +34,26 @@ func (p *Projector) Name() string { return ProjectorName }
 // categories are ignored, so the projector can consume every topic. Handling the same batch
 // twice, or an older one after a newer one, changes nothing.
 func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
-	var events []eventschema.Envelope
-	var ids []string
-	seen := map[string]bool{}
-	for _, env := range batch {
-		if eventschema.Category(env.Stream) != "collection" {
-			continue
-		}
-		events = append(events, env)
-		id := strings.TrimPrefix(env.Stream, collection.StreamPrefix)
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	if len(events) == 0 {
-		return nil
-	}
-	rows, err := p.store.GetMany(ctx, ids)
+	rows, err := readdb.FoldStreams(ctx, batch, foldKey, p.store.GetMany,
+		func(r Row) uint64 { return r.Revision }, p.apply)
 	if err != nil {
-		return fmt.Errorf("%s: load rows: %w", ProjectorName, err)
+		return fmt.Errorf("%s: %w", ProjectorName, err)
 	}
-	if rows == nil {
-		rows = map[string]Row{}
-	}
-	changed := map[string]bool{}
-	var order []string
-	for _, env := range events {
-		id := strings.TrimPrefix(env.Stream, collection.StreamPrefix)
-		row, exists := rows[id]
-		if exists && env.Revision <= row.Revision {
-			continue // already reflected: a redelivery or a replay
-		}
-		next, ok, err := p.apply(id, row, exists, env)
-		if err != nil {
-			return fmt.Errorf("%s: %w", ProjectorName, err)
-		}
-		if !ok {
-			continue
-		}
-		rows[id] = next
-		if !changed[id] {
-			changed[id] = true
-			order = append(order, id)
-		}
-	}
-	if len(order) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	out := make([]Row, len(order))
-	for i, id := range order {
-		out[i] = rows[id]
-	}
-	if err := p.store.Upsert(ctx, out); err != nil {
-		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(out), err)
+	if err := p.store.Upsert(ctx, rows); err != nil {
+		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(rows), err)
 	}
 	return nil
+}
+
+// foldKey is the row key of a collection event.
+func foldKey(env eventschema.Envelope) (string, bool) {
+	if eventschema.Category(env.Stream) != "collection" {
+		return "", false
+	}
+	return strings.TrimPrefix(env.Stream, collection.StreamPrefix), true
 }
 
 // apply folds one event into row. It reports false for an event that cannot change the read

@@ -72,44 +72,13 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
 	}
-	if err := addSQLiteDetailColumns(ctx, db); err != nil {
+	// A table created before the status-detail columns existed (an embedded data directory
+	// survives upgrades) gets them; rows written before keep '' details, which is what they
+	// had: none.
+	if err := readdb.EnsureSQLiteColumns(ctx, db, "collection_status", detailColumnNames, "TEXT NOT NULL DEFAULT ''"); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
 	}
 	return &SQLiteStore{db: db}, nil
-}
-
-// addSQLiteDetailColumns adds the status-detail columns to a table created before they
-// existed (an embedded data directory survives upgrades). SQLite has no ADD COLUMN IF NOT
-// EXISTS, so the table's columns are read first. Rows written before keep ” details, which is
-// what they had: none.
-func addSQLiteDetailColumns(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info('collection_status')`)
-	if err != nil {
-		return fmt.Errorf("read columns: %w", err)
-	}
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("read columns: %w", err)
-		}
-		have[name] = true
-	}
-	err = rows.Err()
-	_ = rows.Close()
-	if err != nil {
-		return fmt.Errorf("read columns: %w", err)
-	}
-	for _, col := range detailColumnNames {
-		if have[col] {
-			continue
-		}
-		if _, err := db.ExecContext(ctx, `ALTER TABLE collection_status ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
-			return fmt.Errorf("add column %s: %w", col, err)
-		}
-	}
-	return nil
 }
 
 // GetMany implements Store.
@@ -139,38 +108,27 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, func(r Row) ([]any, error) {
+			extra, err := encodeExtra(r.ExtraInformation)
+			if err != nil {
+				return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
+			}
+			var extraArg any // NULL for nil extra information
+			if r.ExtraInformation != nil {
+				extraArg = extra
+			}
+			details, err := encodeDetails(r)
+			if err != nil {
+				return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
+			}
+			args := append([]any{r.CollectionID, r.Tenant, r.Company, r.Product,
+				r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg}, details.args()...)
+			return append(args, readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), int64(r.Revision)), nil
+		})
+	})
 	if err != nil {
-		return fmt.Errorf("upsert collection statuses: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, sqliteUpsert)
-	if err != nil {
-		return fmt.Errorf("upsert collection statuses: prepare: %w", err)
-	}
-	defer func() { _ = stmt.Close() }()
-	for _, r := range rows {
-		extra, err := encodeExtra(r.ExtraInformation)
-		if err != nil {
-			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
-		}
-		var extraArg any // NULL for nil extra information
-		if r.ExtraInformation != nil {
-			extraArg = extra
-		}
-		details, err := encodeDetails(r)
-		if err != nil {
-			return fmt.Errorf("upsert collection status %s: %w", r.CollectionID, err)
-		}
-		args := append([]any{r.CollectionID, r.Tenant, r.Company, r.Product,
-			r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg}, details.args()...)
-		args = append(args, readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), int64(r.Revision))
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("upsert collection status %s@%d: %w", r.CollectionID, r.Revision, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("upsert collection statuses: commit: %w", err)
+		return fmt.Errorf("upsert collection statuses: %w", err)
 	}
 	return nil
 }

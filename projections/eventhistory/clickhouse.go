@@ -56,26 +56,16 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 
 // Insert implements Store with one batched INSERT.
 func (s *ClickHouseStore) Insert(ctx context.Context, rows []Row) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO event_history (`+clickhouseColumns+`)`)
-	if err != nil {
-		return fmt.Errorf("insert event history: prepare batch: %w", err)
-	}
-	defer func() { _ = batch.Close() }()
-	for _, r := range rows {
+	err := readdb.InsertBatch(ctx, s.conn, "event_history", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		if r.SchemaVersion < 0 {
-			return fmt.Errorf("insert event history %s/%d: negative schema version %d", r.Stream, r.Revision, r.SchemaVersion)
+			return nil, fmt.Errorf("event history %s/%d: negative schema version %d", r.Stream, r.Revision, r.SchemaVersion)
 		}
-		if err := batch.Append(r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type,
+		return []any{r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type,
 			uint32(r.SchemaVersion), readdb.UMillis(r.OccurredAt), r.CorrelationID, r.CausationID,
-			r.Actor, string(r.Payload)); err != nil {
-			return fmt.Errorf("insert event history %s/%d: %w", r.Stream, r.Revision, err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("insert %d event history rows: %w", len(rows), err)
+			r.Actor, string(r.Payload)}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("insert event history: %w", err)
 	}
 	return nil
 }

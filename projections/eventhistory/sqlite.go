@@ -52,27 +52,17 @@ func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		return readdb.ExecEach(ctx, tx, `INSERT INTO event_history (`+sqliteColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (stream, revision) DO NOTHING`, rows, func(r Row) ([]any, error) {
+			return []any{r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
+				r.EventID, r.Type, r.SchemaVersion, readdb.Millis(r.OccurredAt), r.CorrelationID,
+				r.CausationID, r.Actor, string(r.Payload)}, nil
+		})
+	})
 	if err != nil {
-		return fmt.Errorf("insert event history: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO event_history (`+sqliteColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (stream, revision) DO NOTHING`)
-	if err != nil {
-		return fmt.Errorf("insert event history: prepare: %w", err)
-	}
-	defer func() { _ = stmt.Close() }()
-	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
-			r.EventID, r.Type, r.SchemaVersion, readdb.Millis(r.OccurredAt), r.CorrelationID,
-			r.CausationID, r.Actor, string(r.Payload)); err != nil {
-			return fmt.Errorf("insert event history %s/%d: %w", r.Stream, r.Revision, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("insert event history: commit: %w", err)
+		return fmt.Errorf("insert event history: %w", err)
 	}
 	return nil
 }

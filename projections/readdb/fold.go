@@ -1,0 +1,75 @@
+package readdb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/samla/samla/eventschema"
+)
+
+// FoldStreams is the projector loop of a read model with one row per stream. It keeps the
+// batch's events for which key reports a row key, loads those rows once with load, folds every
+// event newer than its row's revision with apply (an event at or below it is a redelivery or a
+// replay: a stream's events arrive in order, one Kafka partition per stream), and returns the
+// rows apply changed, in the order they first changed. apply reports false for an event that
+// changes nothing; its errors are returned as they are.
+func FoldStreams[R any](ctx context.Context, batch []eventschema.Envelope,
+	key func(eventschema.Envelope) (string, bool),
+	load func(context.Context, []string) (map[string]R, error),
+	revision func(R) uint64,
+	apply func(key string, row R, exists bool, env eventschema.Envelope) (R, bool, error),
+) ([]R, error) {
+	type keyed struct {
+		key string
+		env eventschema.Envelope
+	}
+	var events []keyed
+	var keys []string
+	seen := map[string]bool{}
+	for _, env := range batch {
+		k, ok := key(env)
+		if !ok {
+			continue
+		}
+		events = append(events, keyed{k, env})
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	rows, err := load(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("load rows: %w", err)
+	}
+	if rows == nil {
+		rows = map[string]R{}
+	}
+	changed := map[string]bool{}
+	var order []string
+	for _, ev := range events {
+		row, exists := rows[ev.key]
+		if exists && ev.env.Revision <= revision(row) {
+			continue // already reflected: a redelivery or a replay
+		}
+		next, ok, err := apply(ev.key, row, exists, ev.env)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		rows[ev.key] = next
+		if !changed[ev.key] {
+			changed[ev.key] = true
+			order = append(order, ev.key)
+		}
+	}
+	out := make([]R, len(order))
+	for i, k := range order {
+		out[i] = rows[k]
+	}
+	return out, nil
+}
