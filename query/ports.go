@@ -1,7 +1,7 @@
 // Package query is the read side: Gin handlers (httpquery) and versioned presenters (presenter)
-// over read-model ports. The ports are declared here, with row types of their own, so that the
-// read side depends on what it needs and not on a projection's storage; the wiring adapts the
-// projections to them.
+// over read-model ports. The ports are declared here, with row types of their own (the collected
+// data reuses the domain's record types, whose JSON is the API's), so that the read side depends
+// on what it needs and not on a projection's storage; the wiring adapts the projections to them.
 package query
 
 import (
@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/samla/samla/domain/collection"
 )
 
 // ErrNotFound is a row that does not exist for the asking tenant. Readers return it (wrapped) for
@@ -86,10 +88,11 @@ type HistoryReader interface {
 	List(ctx context.Context, tenant, stream string, afterRevision *uint64, limit int) ([]HistoryEvent, error)
 }
 
-// DataView is everything a collection collected, as the data read model holds it, in domain
-// terms: a nil pointer is a data point the company did not report (unknown), never a zero.
-// Personal data (holder and insured person names, PersonalInformation) is merged in: the data
-// endpoints return it to the client that owns the collection.
+// DataView is everything a collection collected, as the data read model holds it, in the
+// domain's own record types (collection.Pension, collection.Loan, …): a nil pointer is a data
+// point the company did not report (unknown), never a zero. Personal data (holder and insured
+// person names, PersonalInformation) is merged in: the data endpoints return it to the client
+// that owns the collection.
 type DataView struct {
 	CollectionID string
 	Tenant       string
@@ -101,123 +104,28 @@ type DataView struct {
 	Status              string
 	Insurances          []InsuranceView
 	Pensions            []PensionView
-	Investments         []InvestmentView
-	Loans               []LoanView
-	Savings             []SavingView
-	CheckingAccounts    []PSD2AccountView
-	SavingsAccounts     []PSD2AccountView
-	CreditCards         []PSD2CreditCardView
-	PersonalInformation *PersonalInformationView // nil when the company told nothing of the person
+	Investments         []collection.Investment
+	Loans               []collection.Loan
+	Savings             []collection.Saving
+	CheckingAccounts    []collection.PSD2Account
+	SavingsAccounts     []collection.PSD2Account
+	CreditCards         []collection.PSD2CreditCard
+	PersonalInformation *collection.PersonalInformation // nil when the company told nothing of the person
 }
 
-// MoneyView is an amount in a currency (ISO 4217).
-type MoneyView struct {
-	Amount   float64
-	Currency string
-}
-
-// InsuranceView is one insurance.
+// InsuranceView is one insurance with its holder's name, which the event keeps apart as
+// personal data. Its JSON is the API's Insurance object (both versions).
 type InsuranceView struct {
-	ID               string
-	InsuranceType    string
-	InsuranceNumber  *string
-	DisplayName      *string
-	Premium          *float64
-	PremiumFrequency *string
-	Currency         *string
-	RenewalDate      *string
-	StartDate        *string
-	HolderName       *string // personal data
+	collection.Insurance
+	HolderName *string `json:"holderName,omitempty"` // personal data
 }
 
-// PensionView is one pension. OtherInsuredPerson is the conclusion recorded with the data;
-// nil means none was possible.
+// PensionView is one pension with its insured person's name, which the event keeps apart as
+// personal data. OtherInsuredPerson is the conclusion recorded with the data; nil (absent)
+// means none was possible. Its JSON is the API's Pension object (both versions).
 type PensionView struct {
-	ID                 string
-	Name               *string
-	PensionType        *string
-	PolicyNumber       *string
-	Value              *MoneyView
-	MonthlyPayout      *MoneyView
-	PayoutStartDate    *string
-	OtherInsuredPerson *bool
-	InsuredPersonName  *string // personal data
-}
-
-// HoldingView is one position of an investment.
-type HoldingView struct {
-	Name     string
-	ISIN     *string
-	Quantity *float64
-	Value    *MoneyView
-}
-
-// InvestmentView is an investment account or product.
-type InvestmentView struct {
-	ID             string
-	Name           *string
-	InvestmentType *string
-	AccountNumber  *string
-	Value          *MoneyView
-	Holdings       []HoldingView
-}
-
-// LoanView is a loan.
-type LoanView struct {
-	ID             string
-	Name           *string
-	LoanType       *string
-	Outstanding    *MoneyView
-	InterestRate   *float64
-	MonthlyPayment *MoneyView
-}
-
-// SavingView is a savings product that is not a PSD2 account.
-type SavingView struct {
-	ID           string
-	Name         *string
-	Balance      *MoneyView
-	InterestRate *float64
-}
-
-// PSD2AccountView is a checking or savings account read over PSD2.
-type PSD2AccountView struct {
-	ID               string
-	Name             *string
-	IBAN             *string
-	BBAN             *string
-	Currency         *string
-	Balance          *MoneyView
-	AvailableBalance *MoneyView
-}
-
-// PSD2CreditCardView is a credit card read over PSD2.
-type PSD2CreditCardView struct {
-	ID          string
-	Name        *string
-	MaskedPAN   *string
-	Currency    *string
-	Balance     *MoneyView
-	CreditLimit *MoneyView
-}
-
-// PersonalInformationView is what the company knows of the person; every field may be nil.
-type PersonalInformationView struct {
-	PersonalNumber *string
-	Name           *string
-	FirstName      *string
-	LastName       *string
-	Address        *AddressView
-	Email          *string
-	PhoneNumber    *string
-}
-
-// AddressView is a postal address.
-type AddressView struct {
-	Street     *string
-	PostalCode *string
-	City       *string
-	Country    *string
+	collection.Pension
+	InsuredPersonName *string `json:"insuredPersonName,omitempty"` // personal data
 }
 
 // DocumentView is a document a company returned with a collection, with its content.

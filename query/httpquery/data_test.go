@@ -118,15 +118,16 @@ func newDataEnv(t *testing.T) *dataEnv {
 		}},
 	}
 	ins := e.data.views[insID]
-	ins.Insurances = []query.InsuranceView{{ID: "i1", InsuranceType: "HOME", Premium: func() *float64 { f := 0.0; return &f }(),
-		HolderName: dStr("Tolvan Tolvansson")}, {ID: "i2", InsuranceType: "CAR"}}
+	ins.Insurances = []query.InsuranceView{{Insurance: collection.Insurance{ID: "i1", InsuranceType: "HOME",
+		Premium: func() *float64 { f := 0.0; return &f }()}, HolderName: dStr("Tolvan Tolvansson")},
+		{Insurance: collection.Insurance{ID: "i2", InsuranceType: "CAR"}}}
 	e.data.views[insID] = ins
 	w := e.data.views[wealthID]
-	w.Pensions = []query.PensionView{{ID: "P1", OtherInsuredPerson: func() *bool { b := true; return &b }(),
-		InsuredPersonName: dStr("Tolvan Tolvansson")}, {ID: "P2"}}
-	w.Loans = []query.LoanView{{ID: "L1"}}
-	w.CheckingAccounts = []query.PSD2AccountView{{ID: "A1", IBAN: dStr("SE45")}}
-	w.PersonalInformation = &query.PersonalInformationView{PersonalNumber: dStr("191212121212"), Name: dStr("Tolvan Tolvansson")}
+	w.Pensions = []query.PensionView{{Pension: collection.Pension{ID: "P1", OtherInsuredPerson: func() *bool { b := true; return &b }()},
+		InsuredPersonName: dStr("Tolvan Tolvansson")}, {Pension: collection.Pension{ID: "P2"}}}
+	w.Loans = []collection.Loan{{ID: "L1"}}
+	w.CheckingAccounts = []collection.PSD2Account{{ID: "A1", IBAN: dStr("SE45")}}
+	w.PersonalInformation = &collection.PersonalInformation{PersonalNumber: dStr("191212121212"), Name: dStr("Tolvan Tolvansson")}
 	e.data.views[wealthID] = w
 
 	eng := httpapi.NewEngine(httpapi.Options{

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/query"
 )
 
-func dataStr(s string) *string           { return &s }
-func dataNum(f float64) *float64         { return &f }
-func dataBool(b bool) *bool              { return &b }
-func dataSEK(a float64) *query.MoneyView { return &query.MoneyView{Amount: a, Currency: "SEK"} }
+func dataStr(s string) *string            { return &s }
+func dataNum(f float64) *float64          { return &f }
+func dataBool(b bool) *bool               { return &b }
+func dataSEK(a float64) *collection.Money { return &collection.Money{Amount: a, Currency: "SEK"} }
 
 // wealthView has one of every wealth product, with some data points unknown and some known to
 // be zero or false.
@@ -19,18 +20,18 @@ func wealthView() query.DataView {
 	return query.DataView{
 		CollectionID: "c1", Tenant: "acme", Company: "se-demo-pension", Product: "WEALTH", Status: "COMPLETED",
 		Pensions: []query.PensionView{
-			{ID: "P1", Name: dataStr("ITP1"), Value: dataSEK(512345.5), OtherInsuredPerson: dataBool(false),
-				InsuredPersonName: dataStr("Tolvan Tolvansson")},
-			{ID: "P2"},
+			{Pension: collection.Pension{ID: "P1", Name: dataStr("ITP1"), Value: dataSEK(512345.5),
+				OtherInsuredPerson: dataBool(false)}, InsuredPersonName: dataStr("Tolvan Tolvansson")},
+			{Pension: collection.Pension{ID: "P2"}},
 		},
-		Investments: []query.InvestmentView{{ID: "I1", Value: dataSEK(0),
-			Holdings: []query.HoldingView{{Name: "Global", Quantity: dataNum(12.5)}}}},
-		Loans:            []query.LoanView{{ID: "L1", InterestRate: dataNum(0)}},
-		Savings:          []query.SavingView{{ID: "S1", Balance: dataSEK(25000)}},
-		CheckingAccounts: []query.PSD2AccountView{{ID: "A1", IBAN: dataStr("SE45")}},
-		CreditCards:      []query.PSD2CreditCardView{{ID: "C1", MaskedPAN: dataStr("**** 1234")}},
-		PersonalInformation: &query.PersonalInformationView{PersonalNumber: dataStr("191212121212"),
-			Name: dataStr("Tolvan Tolvansson"), Address: &query.AddressView{City: dataStr("Stockholm")}},
+		Investments: []collection.Investment{{ID: "I1", Value: dataSEK(0),
+			Holdings: []collection.Holding{{Name: "Global", Quantity: dataNum(12.5)}}}},
+		Loans:            []collection.Loan{{ID: "L1", InterestRate: dataNum(0)}},
+		Savings:          []collection.Saving{{ID: "S1", Balance: dataSEK(25000)}},
+		CheckingAccounts: []collection.PSD2Account{{ID: "A1", IBAN: dataStr("SE45")}},
+		CreditCards:      []collection.PSD2CreditCard{{ID: "C1", MaskedPAN: dataStr("**** 1234")}},
+		PersonalInformation: &collection.PersonalInformation{PersonalNumber: dataStr("191212121212"),
+			Name: dataStr("Tolvan Tolvansson"), Address: &collection.Address{City: dataStr("Stockholm")}},
 	}
 }
 
@@ -95,15 +96,16 @@ func TestInsuranceData(t *testing.T) {
 		want string
 	}{
 		{"every data point", query.DataView{CollectionID: "c1", Company: "se-demo-insurer", Product: "INSURANCE",
-			Insurances: []query.InsuranceView{{ID: "i1", InsuranceType: "HOME", InsuranceNumber: dataStr("H-1"),
-				DisplayName: dataStr("Hem"), Premium: dataNum(123.45), PremiumFrequency: dataStr("MONTHLY"),
-				Currency: dataStr("SEK"), RenewalDate: dataStr("2026-12-01"), StartDate: dataStr("2020-01-01"),
-				HolderName: dataStr("Tolvan")}}},
+			Insurances: []query.InsuranceView{{Insurance: collection.Insurance{ID: "i1", InsuranceType: "HOME",
+				InsuranceNumber: dataStr("H-1"), DisplayName: dataStr("Hem"), Premium: dataNum(123.45),
+				PremiumFrequency: dataStr("MONTHLY"), Currency: dataStr("SEK"), RenewalDate: dataStr("2026-12-01"),
+				StartDate: dataStr("2020-01-01")}, HolderName: dataStr("Tolvan")}}},
 			`{"collectionId":"c1","company":"se-demo-insurer","insurances":[{"id":"i1","insuranceType":"HOME",` +
 				`"insuranceNumber":"H-1","displayName":"Hem","premium":123.45,"premiumFrequency":"MONTHLY","currency":"SEK",` +
 				`"renewalDate":"2026-12-01","startDate":"2020-01-01","holderName":"Tolvan"}]}`},
 		{"unknown absent, a known zero kept", query.DataView{CollectionID: "c1", Company: "se-demo-insurer",
-			Insurances: []query.InsuranceView{{ID: "i1", InsuranceType: "CAR"}, {ID: "i2", InsuranceType: "PET", Premium: dataNum(0)}}},
+			Insurances: []query.InsuranceView{{Insurance: collection.Insurance{ID: "i1", InsuranceType: "CAR"}},
+				{Insurance: collection.Insurance{ID: "i2", InsuranceType: "PET", Premium: dataNum(0)}}}},
 			`{"collectionId":"c1","company":"se-demo-insurer","insurances":[{"id":"i1","insuranceType":"CAR"},` +
 				`{"id":"i2","insuranceType":"PET","premium":0}]}`},
 		{"none collected", query.DataView{CollectionID: "c1", Company: "se-demo-insurer"},
@@ -121,7 +123,7 @@ func TestInsuranceData(t *testing.T) {
 
 func TestLegacyData(t *testing.T) {
 	ins := query.DataView{CollectionID: "c1", Company: "se-demo-insurer", Product: "INSURANCE",
-		Insurances: []query.InsuranceView{{ID: "i1", InsuranceType: "HOME"}}}
+		Insurances: []query.InsuranceView{{Insurance: collection.Insurance{ID: "i1", InsuranceType: "HOME"}}}}
 	tests := []struct {
 		name string
 		view query.DataView
@@ -151,18 +153,18 @@ func TestLegacyData(t *testing.T) {
 }
 
 func TestPersonalInformationMap(t *testing.T) {
-	all := &query.PersonalInformationView{PersonalNumber: dataStr("191212121212"), Name: dataStr("Tolvan Tolvansson"),
+	all := &collection.PersonalInformation{PersonalNumber: dataStr("191212121212"), Name: dataStr("Tolvan Tolvansson"),
 		FirstName: dataStr("Tolvan"), LastName: dataStr("Tolvansson"), Email: dataStr("t@example.se"),
-		PhoneNumber: dataStr("46701234567"), Address: &query.AddressView{Street: dataStr("Gatan 1"),
+		PhoneNumber: dataStr("46701234567"), Address: &collection.Address{Street: dataStr("Gatan 1"),
 			PostalCode: dataStr("11122"), City: dataStr("Stockholm"), Country: dataStr("SE")}}
 	tests := []struct {
 		name string
-		in   *query.PersonalInformationView
+		in   *collection.PersonalInformation
 		want map[string]string
 	}{
 		{"nil", nil, map[string]string{}},
-		{"empty", &query.PersonalInformationView{}, map[string]string{}},
-		{"an empty string is not a value", &query.PersonalInformationView{Name: dataStr("")}, map[string]string{}},
+		{"empty", &collection.PersonalInformation{}, map[string]string{}},
+		{"an empty string is not a value", &collection.PersonalInformation{Name: dataStr("")}, map[string]string{}},
 		{"every key", all, map[string]string{
 			PersonalKeyPersonalNumber: "191212121212", PersonalKeyName: "Tolvan Tolvansson",
 			PersonalKeyFirstName: "Tolvan", PersonalKeyLastName: "Tolvansson", PersonalKeyEmail: "t@example.se",
@@ -178,7 +180,7 @@ func TestPersonalInformationMap(t *testing.T) {
 		})
 	}
 	// The typed object and the map carry the same facts.
-	typed := dataJSON(t, personalInformation(all))
+	typed := dataJSON(t, WealthDataPreview(query.DataView{PersonalInformation: all}).PersonalInformation)
 	for _, v := range PersonalInformationMap(all) {
 		if !strings.Contains(typed, `"`+v+`"`) {
 			t.Errorf("the typed object lacks %q: %s", v, typed)

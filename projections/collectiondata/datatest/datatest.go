@@ -666,8 +666,8 @@ func testProjectorUnknown(t *testing.T, s collectiondata.Store) {
 	handle(t, p, st.envs)
 	v := collectiondata.View(get(t, s, "acme", "c-sparse"))
 	want := query.DataView{CollectionID: "c-sparse", Tenant: "acme", Company: "se-demo-pension", Product: "WEALTH",
-		Status: "COMPLETED_PARTIAL", Pensions: []query.PensionView{{ID: "P1"},
-			{ID: "P2", Value: &query.MoneyView{Amount: 0, Currency: "SEK"}}}}
+		Status: "COMPLETED_PARTIAL", Pensions: []query.PensionView{{Pension: collection.Pension{ID: "P1"}},
+			{Pension: collection.Pension{ID: "P2", Value: &collection.Money{Amount: 0, Currency: "SEK"}}}}}
 	assertEqual(t, "view", v, want)
 }
 
@@ -685,14 +685,14 @@ func testQueryReader(t *testing.T, s collectiondata.Store) {
 		t.Fatalf("GetData: %v", err)
 	}
 	assertEqual(t, "pensions", v.Pensions, []query.PensionView{
-		{ID: "P1", Name: sp("Retraite de base"), Value: &query.MoneyView{Amount: 1000, Currency: "EUR"},
-			OtherInsuredPerson: bp(false), InsuredPersonName: sp("Jean Dupont")},
-		{ID: "P2", OtherInsuredPerson: bp(true), InsuredPersonName: sp("Marie Dupont")},
-		{ID: "P3"},
+		{Pension: collection.Pension{ID: "P1", Name: sp("Retraite de base"), Value: &collection.Money{Amount: 1000, Currency: "EUR"},
+			OtherInsuredPerson: bp(false)}, InsuredPersonName: sp("Jean Dupont")},
+		{Pension: collection.Pension{ID: "P2", OtherInsuredPerson: bp(true)}, InsuredPersonName: sp("Marie Dupont")},
+		{Pension: collection.Pension{ID: "P3"}},
 	})
-	assertEqual(t, "personal information", v.PersonalInformation, &query.PersonalInformationView{
+	assertEqual(t, "personal information", v.PersonalInformation, &collection.PersonalInformation{
 		PersonalNumber: sp("1850275123456"), Name: sp("Jean Dupont"), Email: sp("jean@example.fr"),
-		Address: &query.AddressView{City: sp("Paris")}})
+		Address: &collection.Address{City: sp("Paris")}})
 	if v.Company != "fr-demo-pension-info" || v.Product != "WEALTH" || v.Status != "COMPLETED" || v.Insurances != nil {
 		t.Fatalf("view = %#v", v)
 	}
