@@ -31,9 +31,6 @@ type Catalog interface {
 // (command/repository.Repository satisfies it).
 type CollectionRepository interface {
 	LoadCollection(ctx context.Context, collectionID string) (*collection.Collection, error)
-	// Load returns a stream's decoded events (none for a missing stream). Supplement-info needs
-	// the history itself, not only the aggregate folded from it, to recognise retries.
-	Load(ctx context.Context, stream string) ([]domain.Event, error)
 	Save(ctx context.Context, stream string, version int, meta repository.Meta, events []domain.Event) (eventstore.AppendResult, error)
 }
 

@@ -223,8 +223,13 @@ func TestUnsupportedLoginMethodIsAccepted(t *testing.T) {
 	f := newFixture(t)
 	cmd := startCmd()
 	cmd.Company, cmd.LoginMethod = "ee-demo-insurer", "SWEDISH_MOBILE_EID_OTHER_DEVICE"
-	if _, err := f.svc.Start(context.Background(), cmd); err != nil {
+	created, err := f.svc.Start(context.Background(), cmd)
+	if err != nil {
 		t.Fatalf("the connector, not the start, refuses an unsupported method: %v", err)
+	}
+	agg, err := f.repo.LoadCollection(context.Background(), created.CollectionID)
+	if err != nil || !agg.Exists() || agg.LoginMethod() != cmd.LoginMethod || agg.Status() != collection.StatusRunning {
+		t.Fatalf("recorded collection: %+v, %v", agg, err)
 	}
 }
 

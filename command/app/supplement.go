@@ -59,24 +59,12 @@ func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Sup
 	req := collection.InputRequest{IdempotencyKey: cmd.IdempotencyKey, RequestHash: cmd.RequestHash}
 	var lastErr error
 	for range MaxSupplyAttempts {
-		history, err := s.repo.Load(ctx, stream)
-		if err != nil {
-			return Supplied{}, fmt.Errorf("supplement-info: %w", err)
-		}
-		agg, err := collection.Rehydrate(history)
+		agg, err := s.repo.LoadCollection(ctx, cmd.CollectionID)
 		if err != nil {
 			return Supplied{}, fmt.Errorf("supplement-info: %w", err)
 		}
 		if !agg.Exists() || agg.ClientID() != cmd.Tenant {
 			return Supplied{}, fmt.Errorf("supplement-info for %s: %w", cmd.CollectionID, ErrCollectionNotFound)
-		}
-		// A retry may come after the status moved on, when the aggregate no longer holds the
-		// input; the history still does.
-		if prior := collection.PriorInput(history, cmd.IdempotencyKey); prior != nil {
-			if prior.RequestHash != cmd.RequestHash {
-				return Supplied{}, fmt.Errorf("supplement-info for %s: %w", cmd.CollectionID, ErrIdempotencyKeyReused)
-			}
-			return Supplied{Replayed: true}, nil
 		}
 		now := s.now().UTC().Truncate(time.Millisecond)
 		var events []domain.Event
@@ -92,6 +80,7 @@ func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Sup
 			// The domain's typed refusal; the handler maps it with errors.Is / errors.As.
 			return Supplied{}, fmt.Errorf("supplement-info for %s: %w", cmd.CollectionID, err)
 		case len(events) == 0:
+			// A retry of a request whose input the collection took, also in an earlier status.
 			return Supplied{Replayed: true}, nil
 		}
 		_, err = s.repo.Save(ctx, stream, agg.Version(), meta, events)

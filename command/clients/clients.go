@@ -56,18 +56,30 @@ func meta(clientID string) repository.Meta {
 	return repository.Meta{Tenant: clientID, Actor: "operator", CorrelationID: "bootstrap"}
 }
 
+// register decides a client's registration and folds it into c, so that c can decide its first
+// key in the same append.
+func (s *Service) register(c *client.Client, clientID, name string, sandbox bool) ([]domain.Event, error) {
+	events, err := c.Register(clientID, name, sandbox, s.now())
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range events {
+		if err := c.Apply(e); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
+}
+
 // Create registers a client and issues its first key, which is returned once and never stored.
 func (s *Service) Create(ctx context.Context, clientID, name string, sandbox bool) (string, error) {
 	c, err := s.repo.LoadClient(ctx, clientID)
 	if err != nil {
 		return "", err
 	}
-	events, err := c.Register(clientID, name, sandbox, s.now())
+	events, err := s.register(c, clientID, name, sandbox)
 	if err != nil {
 		return "", err
-	}
-	for _, e := range events {
-		_ = c.Apply(e)
 	}
 	key, err := GenerateAPIKey(clientID)
 	if err != nil {
@@ -130,12 +142,9 @@ func (s *Service) EnsureSandbox(ctx context.Context, dataDir, apiKey string) (ke
 func (s *Service) decideSandbox(c *client.Client, apiKey string) ([]domain.Event, error) {
 	var decided []domain.Event
 	if !c.Exists() {
-		events, err := c.Register(SandboxClientID, "Sandbox client", true, s.now())
+		events, err := s.register(c, SandboxClientID, "Sandbox client", true)
 		if err != nil {
 			return nil, err
-		}
-		for _, e := range events {
-			_ = c.Apply(e)
 		}
 		decided = append(decided, events...)
 	}

@@ -46,9 +46,6 @@ func New(store Store, registry *eventschema.Registry, now func() time.Time) *Rep
 	return &Repository{store: store, registry: registry, now: now}
 }
 
-// Registry returns the event registry the repository encodes with.
-func (r *Repository) Registry() *eventschema.Registry { return r.registry }
-
 // Load reads and decodes every event of a stream. A missing stream is no events, not an error.
 func (r *Repository) Load(ctx context.Context, stream string) ([]domain.Event, error) {
 	envs, err := r.store.ReadStream(ctx, stream, 0, 0)

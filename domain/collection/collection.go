@@ -47,7 +47,10 @@ type Collection struct {
 	documents   []Document
 	current     StatusChanged  // the event that set the current status; zero while RUNNING
 	supplied    *InputSupplied // input accepted for the current status, until the status moves
-	version     int            // events applied; 0 means the collection does not exist
+	// suppliedBy is the request hash of the input each Idempotency-Key supplied, over the whole
+	// history: a retry may come after the status moved on and supplied was forgotten.
+	suppliedBy map[string]string
+	version    int // events applied; 0 means the collection does not exist
 }
 
 func (c *Collection) ID() string              { return c.id }
@@ -125,6 +128,12 @@ func (c *Collection) Apply(e domain.Event) error {
 	case InputSupplied:
 		supplied := ev
 		c.supplied, c.updatedAt = &supplied, ev.SuppliedAt
+		if ev.IdempotencyKey != "" {
+			if c.suppliedBy == nil {
+				c.suppliedBy = map[string]string{}
+			}
+			c.suppliedBy[ev.IdempotencyKey] = ev.RequestHash
+		}
 	case DocumentUploaded:
 		c.documents = append(c.documents, ev.Document)
 	case DocumentCollected:

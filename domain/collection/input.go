@@ -234,13 +234,15 @@ type InputRequest struct {
 	RequestHash    string
 }
 
-// retryOf tells how req relates to the input accepted for the current status: a retry of that
-// very request (true), the same key with other content (ErrInputKeyReused), or unrelated.
+// retryOf tells how req relates to the input the collection took earlier: a retry of a request
+// that supplied input, in this status or an earlier one (true), the same key with other content
+// (ErrInputKeyReused), or unrelated.
 func (c *Collection) retryOf(req InputRequest) (bool, error) {
-	if req.IdempotencyKey == "" || c.supplied == nil || c.supplied.IdempotencyKey != req.IdempotencyKey {
+	hash, ok := c.suppliedBy[req.IdempotencyKey] // never holds "": input without a key is not recorded there
+	if !ok {
 		return false, nil
 	}
-	if c.supplied.RequestHash != req.RequestHash {
+	if hash != req.RequestHash {
 		return false, fmt.Errorf("collection %s: %w", c.id, ErrInputKeyReused)
 	}
 	return true, nil
@@ -257,10 +259,11 @@ func stamp(events []domain.Event, req InputRequest) []domain.Event {
 	return events
 }
 
-// SupplyInputFor is SupplyInput for an identified request. A retry of the request whose input
-// the current status already took decides nothing and succeeds, so the client gets the first
-// answer again, even after the deadline (the input was taken in time); the same key with other
-// content is refused with ErrInputKeyReused.
+// SupplyInputFor is SupplyInput for an identified request. A retry of a request whose input the
+// collection already took decides nothing and succeeds, so the client gets the first answer
+// again, even after the deadline (the input was taken in time) or after the status moved on (the
+// first answer was lost while the connector already went ahead); the same key with other content
+// is refused with ErrInputKeyReused.
 func (c *Collection) SupplyInputFor(req InputRequest, inputs []Input, now time.Time) ([]domain.Event, error) {
 	if retry, err := c.retryOf(req); retry || err != nil {
 		return nil, err
@@ -283,20 +286,4 @@ func (c *Collection) SupplyClientResponsesFor(req InputRequest, responses []Clie
 		return nil, err
 	}
 	return stamp(events, req), nil
-}
-
-// PriorInput finds the input that a request with this Idempotency-Key supplied earlier in a
-// collection's history, nil when none did. The aggregate forgets supplied input once the status
-// moves on, but a retry may arrive after that (the first answer was lost while the connector
-// already went ahead) and must still get the first answer rather than a conflict.
-func PriorInput(history []domain.Event, key string) *InputSupplied {
-	if key == "" {
-		return nil
-	}
-	for i := len(history) - 1; i >= 0; i-- {
-		if s, ok := history[i].(InputSupplied); ok && s.IdempotencyKey == key {
-			return &s
-		}
-	}
-	return nil
 }

@@ -55,12 +55,10 @@ func TestDocuments(t *testing.T) {
 		}
 	})
 	t.Run("an empty upload is invalid", func(t *testing.T) {
-		c, _ := collection.Rehydrate(nil)
-		_, err := c.Start(collection.StartRequest{CollectionID: "c1", ClientID: "acme", Company: insurer,
-			LoginMethod: "PDF_UPLOAD", PDF: &collection.UploadedPDF{DocumentID: "d1"}}, t0)
-		if err == nil {
-			t.Fatal("accepted")
-		}
+		scenario(t).When(func(c *collection.Collection) ([]domain.Event, error) {
+			return c.Start(collection.StartRequest{CollectionID: "c1", ClientID: "acme", Company: insurer,
+				LoginMethod: "PDF_UPLOAD", PDF: &collection.UploadedPDF{DocumentID: "d1"}}, t0)
+		}).ThenError(domain.ErrInvalid)
 	})
 	t.Run("a collected document needs COLLECTING and a true digest", func(t *testing.T) {
 		doc := collection.NewDocument("d2", collection.DocumentFrenchCareerStatement, "application/pdf", "r.pdf", pdf)
