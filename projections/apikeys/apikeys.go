@@ -8,6 +8,8 @@ package apikeys
 import (
 	"context"
 	"errors"
+
+	"github.com/samla/samla/projections/readdb"
 )
 
 // ErrNotFound is returned for a key hash that is unknown or revoked, and by ByKeyID for a key
@@ -43,18 +45,8 @@ type Store interface {
 
 // latestPerKey keeps, per key hash, the first row with the highest revision, in the order of
 // first appearance, which is what sequential conditional upserts of the batch would leave.
-func latestPerKey(rows []Row) []Row {
-	index := make(map[string]int, len(rows))
-	out := make([]Row, 0, len(rows))
-	for _, r := range rows {
-		i, seen := index[r.KeyHash]
-		switch {
-		case !seen:
-			index[r.KeyHash] = len(out)
-			out = append(out, r)
-		case r.Revision > out[i].Revision:
-			out[i] = r
-		}
-	}
-	return out
-}
+func latestPerKey(rows []Row) []Row { return readdb.LatestPerKey(rows, rowKey, rowRevision) }
+
+// rowKey and rowRevision are a row's identity and version, for readdb's revision helpers.
+func rowKey(r Row) string      { return r.KeyHash }
+func rowRevision(r Row) uint64 { return r.Revision }

@@ -56,7 +56,7 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	if err != nil {
 		return fmt.Errorf("upsert api keys: %w", err)
 	}
-	rows = readdb.KeepNewer(rows, stored, func(r Row) string { return r.KeyHash }, func(r Row) uint64 { return r.Revision })
+	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
 	err = readdb.InsertBatch(ctx, s.conn, "api_keys", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		var revoked uint8
 		if r.Revoked {
@@ -98,24 +98,19 @@ func (s *ClickHouseStore) ByKeyID(ctx context.Context, clientID, keyID string) (
 	return r, nil
 }
 
-func (s *ClickHouseStore) one(ctx context.Context, q string, args ...any) (Row, bool, error) {
-	rows, err := s.conn.Query(ctx, q, args...)
-	if err != nil {
-		return Row{}, false, err
-	}
-	defer func() { _ = rows.Close() }()
-	if !rows.Next() {
-		return Row{}, false, rows.Err()
-	}
-	var (
-		r       Row
-		revoked uint8
-	)
-	if err := rows.Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &revoked, &r.Revision); err != nil {
-		return Row{}, false, fmt.Errorf("scan api key: %w", err)
-	}
-	r.Revoked = revoked != 0
-	return r, true, nil
+func (s *ClickHouseStore) one(ctx context.Context, q string, args ...any) (found Row, ok bool, err error) {
+	err = readdb.ClickHouseEach(ctx, s.conn, "api keys", func(rows readdb.Rows) (Row, error) {
+		var (
+			r       Row
+			revoked uint8
+		)
+		if err := rows.Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &revoked, &r.Revision); err != nil {
+			return Row{}, fmt.Errorf("scan api key: %w", err)
+		}
+		r.Revoked = revoked != 0
+		return r, nil
+	}, func(r Row) { found, ok = r, true }, q, args...)
+	return found, ok, err
 }
 
 // Reset implements Store.

@@ -77,12 +77,10 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 // key, so every version of a row passes or fails the filter together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	for _, chunk := range readdb.Chunks(ids, readdb.ClickHouseMaxIn) {
-		err := s.query(ctx, func(r Row) { out[r.CollectionID] = r },
-			`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN ?`, readdb.InSet(chunk))
-		if err != nil {
-			return nil, err
-		}
+	err := readdb.ClickHouseByKeys(ctx, s.conn, "collection data", scanClickHouseRow, func(r Row) { out[r.CollectionID] = r },
+		`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN`, ids)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -119,7 +117,7 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 	if err != nil {
 		return fmt.Errorf("upsert collection data: %w", err)
 	}
-	rows = readdb.KeepNewer(rows, stored, func(r Row) string { return r.CollectionID }, func(r Row) uint64 { return r.Revision })
+	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
 	err = readdb.InsertBatch(ctx, s.conn, "collection_data", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		content, err := encodeContent(r.Content)
 		if err != nil {
@@ -154,8 +152,7 @@ func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error
 	if err != nil {
 		return fmt.Errorf("upsert collection documents: %w", err)
 	}
-	docs = readdb.KeepNewer(docs, stored, func(d Document) [2]string { return [2]string{d.CollectionID, d.DocumentID} },
-		func(d Document) uint64 { return d.Revision })
+	docs = readdb.KeepNewer(docs, stored, docKey, docRevision)
 	err = readdb.InsertBatch(ctx, s.conn, "collection_documents", clickhouseDocMeta+`, personal_content`, docs,
 		func(d Document) ([]any, error) {
 			if d.Size < 0 {
@@ -193,7 +190,7 @@ func (s *ClickHouseStore) Get(ctx context.Context, tenant, collectionID string) 
 // large the files are.
 func (s *ClickHouseStore) Documents(ctx context.Context, tenant, collectionID string) ([]Document, error) {
 	var out []Document
-	err := s.queryDocs(ctx, false, func(d Document) { out = append(out, d) },
+	err := s.queryDocs(ctx, scanClickHouseDocMeta, func(d Document) { out = append(out, d) },
 		`SELECT `+clickhouseDocMeta+` FROM collection_documents FINAL
 		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`, collectionID, tenant)
 	if err != nil {
@@ -208,7 +205,7 @@ func (s *ClickHouseStore) Document(ctx context.Context, tenant, collectionID, do
 		found Document
 		ok    bool
 	)
-	err := s.queryDocs(ctx, true, func(d Document) { found, ok = d, true },
+	err := s.queryDocs(ctx, scanClickHouseDoc, func(d Document) { found, ok = d, true },
 		`SELECT `+clickhouseDocMeta+`, personal_content FROM collection_documents FINAL
 		WHERE collection_id = ? AND document_id = ? AND tenant = ?`, collectionID, documentID, tenant)
 	if err != nil {
@@ -231,65 +228,58 @@ func (s *ClickHouseStore) Reset(ctx context.Context) error {
 }
 
 func (s *ClickHouseStore) query(ctx context.Context, each func(Row), q string, args ...any) error {
-	rows, err := s.conn.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("read collection data: %w", err)
-	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		var (
-			r                 Row
-			content, personal string
-			updatedMs         uint64
-		)
-		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
-			&personal, &updatedMs, &r.Revision); err != nil {
-			return fmt.Errorf("scan collection data: %w", err)
-		}
-		var derr error
-		if r.Content, derr = decodeContent(content); derr != nil {
-			return fmt.Errorf("collection data %s: %w", r.CollectionID, derr)
-		}
-		if r.Personal, derr = decodePersonal(personal); derr != nil {
-			return fmt.Errorf("collection data %s: %w", r.CollectionID, derr)
-		}
-		r.UpdatedAt = readdb.FromUMillis(updatedMs)
-		each(r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read collection data: %w", err)
-	}
-	return nil
+	return readdb.ClickHouseEach(ctx, s.conn, "collection data", scanClickHouseRow, each, q, args...)
 }
 
-func (s *ClickHouseStore) queryDocs(ctx context.Context, withContent bool, each func(Document), q string, args ...any) error {
-	rows, err := s.conn.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("read collection documents: %w", err)
+func scanClickHouseRow(rows readdb.Rows) (Row, error) {
+	var (
+		r                 Row
+		content, personal string
+		updatedMs         uint64
+	)
+	if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
+		&personal, &updatedMs, &r.Revision); err != nil {
+		return Row{}, fmt.Errorf("scan collection data: %w", err)
 	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		var (
-			d           Document
-			size, atMs  uint64
-			content     string
-			destination = []any{&d.CollectionID, &d.DocumentID, &d.Tenant, &d.Kind, &d.ContentType,
-				&d.FileName, &size, &d.SHA256, &atMs, &d.Revision}
-		)
-		if withContent {
-			destination = append(destination, &content)
-		}
-		if err := rows.Scan(destination...); err != nil {
-			return fmt.Errorf("scan collection document: %w", err)
-		}
-		d.Size, d.At = int64(size), readdb.FromUMillis(atMs)
-		if content != "" {
-			d.Content = []byte(content)
-		}
-		each(d)
+	var err error
+	if r.Content, err = decodeContent(content); err != nil {
+		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read collection documents: %w", err)
+	if r.Personal, err = decodePersonal(personal); err != nil {
+		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	return nil
+	r.UpdatedAt = readdb.FromUMillis(updatedMs)
+	return r, nil
+}
+
+func (s *ClickHouseStore) queryDocs(ctx context.Context, scan func(readdb.Rows) (Document, error), each func(Document), q string, args ...any) error {
+	return readdb.ClickHouseEach(ctx, s.conn, "collection documents", scan, each, q, args...)
+}
+
+// scanClickHouseDocMeta scans the clickhouseDocMeta columns; scanClickHouseDoc scans them and
+// personal_content after them.
+func scanClickHouseDocMeta(rows readdb.Rows) (Document, error) {
+	return scanClickHouseDocument(rows, false)
+}
+func scanClickHouseDoc(rows readdb.Rows) (Document, error) { return scanClickHouseDocument(rows, true) }
+
+func scanClickHouseDocument(rows readdb.Rows, withContent bool) (Document, error) {
+	var (
+		d          Document
+		size, atMs uint64
+		content    string
+		dest       = []any{&d.CollectionID, &d.DocumentID, &d.Tenant, &d.Kind, &d.ContentType,
+			&d.FileName, &size, &d.SHA256, &atMs, &d.Revision}
+	)
+	if withContent {
+		dest = append(dest, &content)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return Document{}, fmt.Errorf("scan collection document: %w", err)
+	}
+	d.Size, d.At = int64(size), readdb.FromUMillis(atMs)
+	if content != "" {
+		d.Content = []byte(content)
+	}
+	return d, nil
 }

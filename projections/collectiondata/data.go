@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/projections/readdb"
 )
 
 // ErrNotFound is returned for a collection or document the read model does not hold, or one
@@ -121,35 +122,19 @@ type Store interface {
 
 // latestPerCollection keeps, per collection, the first row with the highest revision, in the
 // order of first appearance: what sequential conditional upserts of the batch would leave.
-func latestPerCollection(rows []Row) []Row {
-	return latestBy(rows, func(r Row) string { return r.CollectionID }, func(r Row) uint64 { return r.Revision })
-}
-
-// docKey is a document's identity in the read model.
-type docKey struct{ collectionID, documentID string }
+func latestPerCollection(rows []Row) []Row { return readdb.LatestPerKey(rows, rowKey, rowRevision) }
 
 // latestPerDocument is latestPerCollection for documents, keyed by (collection, document).
 func latestPerDocument(docs []Document) []Document {
-	return latestBy(docs, func(d Document) docKey { return docKey{d.CollectionID, d.DocumentID} },
-		func(d Document) uint64 { return d.Revision })
+	return readdb.LatestPerKey(docs, docKey, docRevision)
 }
 
-func latestBy[T any, K comparable](items []T, key func(T) K, revision func(T) uint64) []T {
-	index := make(map[K]int, len(items))
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		k := key(it)
-		i, seen := index[k]
-		switch {
-		case !seen:
-			index[k] = len(out)
-			out = append(out, it)
-		case revision(it) > revision(out[i]):
-			out[i] = it
-		}
-	}
-	return out
-}
+// rowKey, rowRevision, docKey and docRevision are the identities and versions that readdb's
+// revision helpers compare.
+func rowKey(r Row) string           { return r.CollectionID }
+func rowRevision(r Row) uint64      { return r.Revision }
+func docKey(d Document) [2]string   { return [2]string{d.CollectionID, d.DocumentID} }
+func docRevision(d Document) uint64 { return d.Revision }
 
 // encodeContent is the stored form of Content: a JSON object, "{}" when empty.
 func encodeContent(c Content) (string, error) {

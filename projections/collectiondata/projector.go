@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
@@ -103,25 +102,25 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 			tenant = e.ClientID
 		}
 		row = Row{CollectionID: id, Tenant: tenant, Company: e.Company, Product: string(e.Product),
-			Status: string(collection.StatusRunning), UpdatedAt: eventTime(e.StartedAt, env)}
+			Status: string(collection.StatusRunning), UpdatedAt: readdb.EventTime(e.StartedAt, env)}
 	case collection.StatusChanged:
 		if string(e.To) == row.Status {
 			// Staying in a status (a new EID order, new instructions) is nothing this read
 			// model shows; skipping it saves a row version per poll-driven refresh.
 			return row, nil, false, nil
 		}
-		row.Status, row.UpdatedAt = string(e.To), eventTime(e.ChangedAt, env)
+		row.Status, row.UpdatedAt = string(e.To), readdb.EventTime(e.ChangedAt, env)
 	case collection.InsurancesCollected:
 		row.addInsurances(e)
-		row.UpdatedAt = eventTime(e.CollectedAt, env)
+		row.UpdatedAt = readdb.EventTime(e.CollectedAt, env)
 	case collection.WealthCollected:
 		row.addWealth(e)
-		row.UpdatedAt = eventTime(e.CollectedAt, env)
+		row.UpdatedAt = readdb.EventTime(e.CollectedAt, env)
 	case collection.DocumentCollected:
 		doc = &Document{
 			CollectionID: id, DocumentID: e.DocumentID, Tenant: row.Tenant, Kind: e.Kind,
 			ContentType: e.ContentType, FileName: e.FileName, Size: int64(e.Size), SHA256: e.SHA256,
-			At: eventTime(e.At, env), Revision: env.Revision,
+			At: readdb.EventTime(e.At, env), Revision: env.Revision,
 		}
 		if e.Personal != nil && len(e.Personal.Content) > 0 {
 			doc.Content = e.Personal.Content
@@ -132,14 +131,4 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 	}
 	row.Revision = env.Revision
 	return row, doc, true, nil
-}
-
-// eventTime is the domain's own time of an event when it has one, else when it was stored,
-// at the ms precision the read model keeps.
-func eventTime(domainTime time.Time, env eventschema.Envelope) time.Time {
-	t := domainTime
-	if t.IsZero() {
-		t = env.OccurredAt
-	}
-	return readdb.FromMillis(readdb.Millis(t))
 }

@@ -66,9 +66,6 @@ ON CONFLICT (collection_id, document_id) DO UPDATE SET
 	at_ms = excluded.at_ms, revision = excluded.revision, personal_content = excluded.personal_content
 WHERE excluded.revision > collection_documents.revision`
 
-// sqliteMaxIn bounds the ids of one IN list, far below SQLite's limit on bound variables.
-const sqliteMaxIn = 500
-
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
 	db *sql.DB
@@ -88,19 +85,10 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	for _, chunk := range readdb.Chunks(ids, sqliteMaxIn) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_data
-			WHERE collection_id IN (`+readdb.Placeholders(len(chunk))+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("read collection data: %w", err)
-		}
-		if err := scanSQLiteRows(rows, func(r Row) { out[r.CollectionID] = r }); err != nil {
-			return nil, err
-		}
+	err := readdb.SQLiteByKeys(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) { out[r.CollectionID] = r },
+		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id IN`, ids)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -151,16 +139,13 @@ func sqliteDocArgs(d Document) ([]any, error) {
 
 // Get implements Store.
 func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_data
-		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
-	if err != nil {
-		return Row{}, fmt.Errorf("read collection data %s: %w", collectionID, err)
-	}
 	var (
 		found Row
 		ok    bool
 	)
-	if err := scanSQLiteRows(rows, func(r Row) { found, ok = r, true }); err != nil {
+	err := readdb.SQLiteEach(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) { found, ok = r, true },
+		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	if err != nil {
 		return Row{}, err
 	}
 	if !ok {
@@ -171,21 +156,11 @@ func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row
 
 // Documents implements Store.
 func (s *SQLiteStore) Documents(ctx context.Context, tenant, collectionID string) ([]Document, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteDocMeta+` FROM collection_documents
+	var out []Document
+	err := readdb.SQLiteEach(ctx, s.db, "collection documents", scanSQLiteDocMeta, func(d Document) { out = append(out, d) },
+		`SELECT `+sqliteDocMeta+` FROM collection_documents
 		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`, collectionID, tenant)
 	if err != nil {
-		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
-	}
-	defer func() { _ = rows.Close() }()
-	var out []Document
-	for rows.Next() {
-		d, err := scanSQLiteDoc(rows, false)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
 	}
 	return out, nil
@@ -193,27 +168,28 @@ func (s *SQLiteStore) Documents(ctx context.Context, tenant, collectionID string
 
 // Document implements Store.
 func (s *SQLiteStore) Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteDocMeta+`, personal_content FROM collection_documents
+	var (
+		found Document
+		ok    bool
+	)
+	err := readdb.SQLiteEach(ctx, s.db, "collection documents", scanSQLiteDoc, func(d Document) { found, ok = d, true },
+		`SELECT `+sqliteDocMeta+`, personal_content FROM collection_documents
 		WHERE collection_id = ? AND document_id = ? AND tenant = ?`, collectionID, documentID, tenant)
 	if err != nil {
 		return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
 	}
-	defer func() { _ = rows.Close() }()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
-		}
+	if !ok {
 		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, ErrNotFound)
 	}
-	d, err := scanSQLiteDoc(rows, true)
-	if err != nil {
-		return Document{}, err
-	}
-	return d, nil
+	return found, nil
 }
 
-// scanSQLiteDoc scans the metadata columns, and the content after them when withContent.
-func scanSQLiteDoc(rows *sql.Rows, withContent bool) (Document, error) {
+// scanSQLiteDocMeta scans the sqliteDocMeta columns; scanSQLiteDoc scans them and
+// personal_content after them.
+func scanSQLiteDocMeta(rows readdb.Rows) (Document, error) { return scanSQLiteDocument(rows, false) }
+func scanSQLiteDoc(rows readdb.Rows) (Document, error)     { return scanSQLiteDocument(rows, true) }
+
+func scanSQLiteDocument(rows readdb.Rows, withContent bool) (Document, error) {
 	var (
 		d         Document
 		atMs, rev int64
@@ -250,34 +226,24 @@ func (s *SQLiteStore) Reset(ctx context.Context) error {
 	return nil
 }
 
-func scanSQLiteRows(rows *sql.Rows, each func(Row)) (err error) {
-	defer func() {
-		if cerr := rows.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("read collection data: %w", cerr)
-		}
-	}()
-	for rows.Next() {
-		var (
-			r                Row
-			content          string
-			personal         sql.NullString
-			updatedMs, revis int64
-		)
-		if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
-			&personal, &updatedMs, &revis); err != nil {
-			return fmt.Errorf("scan collection data: %w", err)
-		}
-		if r.Content, err = decodeContent(content); err != nil {
-			return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
-		}
-		if r.Personal, err = decodePersonal(personal.String); err != nil {
-			return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
-		}
-		r.UpdatedAt, r.Revision = readdb.FromMillis(updatedMs), uint64(revis)
-		each(r)
+func scanSQLiteRow(rows readdb.Rows) (Row, error) {
+	var (
+		r                Row
+		content          string
+		personal         sql.NullString
+		updatedMs, revis int64
+	)
+	if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
+		&personal, &updatedMs, &revis); err != nil {
+		return Row{}, fmt.Errorf("scan collection data: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read collection data: %w", err)
+	var err error
+	if r.Content, err = decodeContent(content); err != nil {
+		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	return nil
+	if r.Personal, err = decodePersonal(personal.String); err != nil {
+		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+	}
+	r.UpdatedAt, r.Revision = readdb.FromMillis(updatedMs), uint64(revis)
+	return r, nil
 }

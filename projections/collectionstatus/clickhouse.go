@@ -69,13 +69,10 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 // key, so every version of a row passes or fails the filter together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	for _, chunk := range readdb.Chunks(ids, readdb.ClickHouseMaxIn) {
-		err := s.query(ctx, func(r Row) { out[r.CollectionID] = r },
-			`SELECT `+clickhouseColumns+` FROM collection_status FINAL WHERE collection_id IN ?`,
-			readdb.InSet(chunk))
-		if err != nil {
-			return nil, err
-		}
+	err := readdb.ClickHouseByKeys(ctx, s.conn, "collection statuses", scanClickHouseRow, func(r Row) { out[r.CollectionID] = r },
+		`SELECT `+clickhouseColumns+` FROM collection_status FINAL WHERE collection_id IN`, ids)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -90,7 +87,7 @@ func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string
 // writer can slip a revision in between the read and the insert, except during a consumer-group
 // rebalance, where both writers fold the same events into identical rows.
 func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
-	rows = latestPerCollection(rows)
+	rows = readdb.LatestPerKey(rows, rowKey, rowRevision)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -102,7 +99,7 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	if err != nil {
 		return fmt.Errorf("upsert collection statuses: %w", err)
 	}
-	rows = readdb.KeepNewer(rows, stored, func(r Row) string { return r.CollectionID }, func(r Row) uint64 { return r.Revision })
+	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
 	err = readdb.InsertBatch(ctx, s.conn, "collection_status", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		extra, err := encodeExtra(r.ExtraInformation)
 		if err != nil {
@@ -169,36 +166,29 @@ func (s *ClickHouseStore) Reset(ctx context.Context) error {
 }
 
 func (s *ClickHouseStore) query(ctx context.Context, each func(Row), q string, args ...any) error {
-	rows, err := s.conn.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("read collection statuses: %w", err)
+	return readdb.ClickHouseEach(ctx, s.conn, "collection statuses", scanClickHouseRow, each, q, args...)
+}
+
+func scanClickHouseRow(rows readdb.Rows) (Row, error) {
+	var (
+		r                  Row
+		extra              string
+		details            storedDetails
+		createdMs, updated uint64
+	)
+	dests := append([]any{&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
+		&r.APIVersion, &r.UserUUID, &r.Status, &extra}, details.dests()...)
+	dests = append(dests, &createdMs, &updated, &r.Revision)
+	if err := rows.Scan(dests...); err != nil {
+		return Row{}, fmt.Errorf("scan collection status: %w", err)
 	}
-	defer func() { _ = rows.Close() }()
-	for rows.Next() {
-		var (
-			r                  Row
-			extra              string
-			details            storedDetails
-			createdMs, updated uint64
-		)
-		dests := append([]any{&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
-			&r.APIVersion, &r.UserUUID, &r.Status, &extra}, details.dests()...)
-		dests = append(dests, &createdMs, &updated, &r.Revision)
-		if err := rows.Scan(dests...); err != nil {
-			return fmt.Errorf("scan collection status: %w", err)
-		}
-		if err := details.decodeInto(&r); err != nil {
-			return fmt.Errorf("collection status %s: %w", r.CollectionID, err)
-		}
-		var derr error
-		if r.ExtraInformation, derr = decodeExtra(extra); derr != nil {
-			return fmt.Errorf("collection status %s: %w", r.CollectionID, derr)
-		}
-		r.CreatedAt, r.UpdatedAt = readdb.FromUMillis(createdMs), readdb.FromUMillis(updated)
-		each(r)
+	if err := details.decodeInto(&r); err != nil {
+		return Row{}, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read collection statuses: %w", err)
+	var err error
+	if r.ExtraInformation, err = decodeExtra(extra); err != nil {
+		return Row{}, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 	}
-	return nil
+	r.CreatedAt, r.UpdatedAt = readdb.FromUMillis(createdMs), readdb.FromUMillis(updated)
+	return r, nil
 }

@@ -79,7 +79,7 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 		if tenant == "" {
 			tenant = started.ClientID
 		}
-		at := eventTime(started.StartedAt, env)
+		at := readdb.EventTime(started.StartedAt, env)
 		return Row{
 			CollectionID: id, Tenant: tenant, Company: started.Company, Product: string(started.Product),
 			LoginMethod: started.LoginMethod, APIVersion: started.APIVersion, UserUUID: started.UserUUID,
@@ -112,7 +112,7 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 			row.QRStartSecret = changed.Personal.QRStartSecret
 		}
 		row.Message, row.EIDOrder, row.Deadline = changed.Message, changed.EIDOrder, changed.Deadline
-		row.UpdatedAt = eventTime(changed.ChangedAt, env)
+		row.UpdatedAt = readdb.EventTime(changed.ChangedAt, env)
 		row.Revision = env.Revision
 		return row, true, nil
 	case collection.EventInputSupplied:
@@ -131,7 +131,7 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 		// the poll stops asking for it; a client that acts on what the poll asks would otherwise
 		// post again and only get a conflict. The message, EID order and deadline still hold.
 		row.RequiredInputTypes, row.Instructions = nil, nil
-		row.UpdatedAt = eventTime(supplied.SuppliedAt, env)
+		row.UpdatedAt = readdb.EventTime(supplied.SuppliedAt, env)
 		row.Revision = env.Revision
 		return row, true, nil
 	default:
@@ -141,7 +141,7 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 		if !exists {
 			return row, false, nil
 		}
-		row.UpdatedAt = eventTime(time.Time{}, env)
+		row.UpdatedAt = readdb.EventTime(time.Time{}, env)
 		row.Revision = env.Revision
 		return row, true, nil
 	}
@@ -153,16 +153,6 @@ func (p *Projector) decode(env eventschema.Envelope) (any, error) {
 		return nil, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
 	}
 	return ev, nil
-}
-
-// eventTime is the domain's own time of an event when it has one, else when it was stored,
-// at the ms precision the read model keeps.
-func eventTime(domainTime time.Time, env eventschema.Envelope) time.Time {
-	t := domainTime
-	if t.IsZero() {
-		t = env.OccurredAt
-	}
-	return readdb.FromMillis(readdb.Millis(t))
 }
 
 func nilIfEmpty(s []string) []string {

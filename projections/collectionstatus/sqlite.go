@@ -56,9 +56,6 @@ ON CONFLICT (collection_id) DO UPDATE SET
 	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
 WHERE excluded.revision > collection_status.revision`
 
-// sqliteMaxIn bounds the ids of one IN list, far below SQLite's limit on bound variables.
-const sqliteMaxIn = 500
-
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
 	db *sql.DB
@@ -84,20 +81,10 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	for _, chunk := range readdb.Chunks(ids, sqliteMaxIn) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_status
-			WHERE collection_id IN (`+readdb.Placeholders(len(chunk))+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("read collection statuses: %w", err)
-		}
-		err = scanSQLiteRows(rows, func(r Row) { out[r.CollectionID] = r })
-		if err != nil {
-			return nil, err
-		}
+	err := readdb.SQLiteByKeys(ctx, s.db, "collection statuses", scanSQLiteRow, func(r Row) { out[r.CollectionID] = r },
+		`SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id IN`, ids)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -135,16 +122,13 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 
 // Get implements Store.
 func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_status
-		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
-	if err != nil {
-		return Row{}, fmt.Errorf("read collection status %s: %w", collectionID, err)
-	}
 	var (
 		found Row
 		ok    bool
 	)
-	if err := scanSQLiteRows(rows, func(r Row) { found, ok = r, true }); err != nil {
+	err := s.query(ctx, func(r Row) { found, ok = r, true }, `SELECT `+sqliteColumns+` FROM collection_status
+		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	if err != nil {
 		return Row{}, err
 	}
 	if !ok {
@@ -164,15 +148,12 @@ func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error
 		limit = -1 // SQLite: no limit
 	}
 	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM collection_status
+	var out []Row
+	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+sqliteColumns+` FROM collection_status
 		WHERE status IN (`+readdb.Placeholders(len(statuses))+`)
 		ORDER BY created_at_ms, collection_id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list non-final collections: %w", err)
-	}
-	var out []Row
-	if err := scanSQLiteRows(rows, func(r Row) { out = append(out, r) }); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
@@ -185,40 +166,34 @@ func (s *SQLiteStore) Reset(ctx context.Context) error {
 	return nil
 }
 
-func scanSQLiteRows(rows *sql.Rows, each func(Row)) (err error) {
-	defer func() {
-		if cerr := rows.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("read collection statuses: %w", cerr)
-		}
-	}()
-	for rows.Next() {
-		var (
-			r                  Row
-			extra              sql.NullString
-			details            storedDetails
-			createdMs, updated int64
-			revision           int64
-		)
-		dests := append([]any{&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
-			&r.APIVersion, &r.UserUUID, &r.Status, &extra}, details.dests()...)
-		dests = append(dests, &createdMs, &updated, &revision)
-		if err := rows.Scan(dests...); err != nil {
-			return fmt.Errorf("scan collection status: %w", err)
-		}
-		if err := details.decodeInto(&r); err != nil {
-			return fmt.Errorf("collection status %s: %w", r.CollectionID, err)
-		}
-		if extra.Valid {
-			if r.ExtraInformation, err = decodeExtra(extra.String); err != nil {
-				return fmt.Errorf("collection status %s: %w", r.CollectionID, err)
-			}
-		}
-		r.CreatedAt, r.UpdatedAt = readdb.FromMillis(createdMs), readdb.FromMillis(updated)
-		r.Revision = uint64(revision)
-		each(r)
+func (s *SQLiteStore) query(ctx context.Context, each func(Row), q string, args ...any) error {
+	return readdb.SQLiteEach(ctx, s.db, "collection statuses", scanSQLiteRow, each, q, args...)
+}
+
+func scanSQLiteRow(rows readdb.Rows) (Row, error) {
+	var (
+		r                  Row
+		extra              sql.NullString
+		details            storedDetails
+		createdMs, updated int64
+		revision           int64
+	)
+	dests := append([]any{&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.LoginMethod,
+		&r.APIVersion, &r.UserUUID, &r.Status, &extra}, details.dests()...)
+	dests = append(dests, &createdMs, &updated, &revision)
+	if err := rows.Scan(dests...); err != nil {
+		return Row{}, fmt.Errorf("scan collection status: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read collection statuses: %w", err)
+	if err := details.decodeInto(&r); err != nil {
+		return Row{}, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 	}
-	return nil
+	if extra.Valid {
+		var err error
+		if r.ExtraInformation, err = decodeExtra(extra.String); err != nil {
+			return Row{}, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
+		}
+	}
+	r.CreatedAt, r.UpdatedAt = readdb.FromMillis(createdMs), readdb.FromMillis(updated)
+	r.Revision = uint64(revision)
+	return r, nil
 }

@@ -87,24 +87,9 @@ func nonFinalStatuses() []string {
 	return out
 }
 
-// latestPerCollection keeps, per collection, the first row with the highest revision, in the
-// order of first appearance. Adapters that cannot express "ignore older or equal" inside one
-// statement use it to apply a batch the way sequential conditional upserts would.
-func latestPerCollection(rows []Row) []Row {
-	index := make(map[string]int, len(rows))
-	out := make([]Row, 0, len(rows))
-	for _, r := range rows {
-		i, seen := index[r.CollectionID]
-		switch {
-		case !seen:
-			index[r.CollectionID] = len(out)
-			out = append(out, r)
-		case r.Revision > out[i].Revision:
-			out[i] = r
-		}
-	}
-	return out
-}
+// rowKey and rowRevision are a row's identity and version, for readdb's revision helpers.
+func rowKey(r Row) string      { return r.CollectionID }
+func rowRevision(r Row) uint64 { return r.Revision }
 
 // encodeExtra is the stored form of ExtraInformation: a JSON object, or "" for nil.
 func encodeExtra(m map[string]any) (string, error) {

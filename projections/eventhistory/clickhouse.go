@@ -83,13 +83,8 @@ func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, after
 	if limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, limit)
 	}
-	rows, err := s.conn.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
-	}
-	defer func() { _ = rows.Close() }()
 	var out []Row
-	for rows.Next() {
+	err := readdb.ClickHouseEach(ctx, s.conn, "event history", func(rows readdb.Rows) (Row, error) {
 		var (
 			r          Row
 			version    uint32
@@ -98,14 +93,14 @@ func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, after
 		)
 		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Revision, &r.Position, &r.EventID, &r.Type,
 			&version, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &payload); err != nil {
-			return nil, fmt.Errorf("scan event history of %s: %w", stream, err)
+			return Row{}, fmt.Errorf("scan: %w", err)
 		}
 		r.SchemaVersion = int(version)
 		r.OccurredAt = readdb.FromUMillis(occurredMs)
 		r.Payload = []byte(payload)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, nil
+	}, func(r Row) { out = append(out, r) }, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
 	}
 	return out, nil

@@ -80,13 +80,8 @@ func (s *SQLiteStore) List(ctx context.Context, tenant, stream string, afterRevi
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
-	}
-	defer func() { _ = rows.Close() }()
 	var out []Row
-	for rows.Next() {
+	err := readdb.SQLiteEach(ctx, s.db, "event history", func(rows readdb.Rows) (Row, error) {
 		var (
 			r                  Row
 			revision, position int64
@@ -95,14 +90,14 @@ func (s *SQLiteStore) List(ctx context.Context, tenant, stream string, afterRevi
 		)
 		if err := rows.Scan(&r.Stream, &revision, &r.Tenant, &position, &r.EventID, &r.Type,
 			&r.SchemaVersion, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &payload); err != nil {
-			return nil, fmt.Errorf("scan event history of %s: %w", stream, err)
+			return Row{}, fmt.Errorf("scan: %w", err)
 		}
 		r.Revision, r.Position = uint64(revision), uint64(position)
 		r.OccurredAt = readdb.FromMillis(occurredMs)
 		r.Payload = []byte(payload)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+		return r, nil
+	}, func(r Row) { out = append(out, r) }, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package readdb
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/samla/samla/eventschema"
 )
@@ -72,4 +73,14 @@ func FoldStreams[R any](ctx context.Context, batch []eventschema.Envelope,
 		out[i] = rows[k]
 	}
 	return out, nil
+}
+
+// EventTime is the domain's own time of an event when it has one, else when it was stored, at
+// the ms precision the read models keep.
+func EventTime(domainTime time.Time, env eventschema.Envelope) time.Time {
+	t := domainTime
+	if t.IsZero() {
+		t = env.OccurredAt
+	}
+	return FromMillis(Millis(t))
 }

@@ -1,0 +1,110 @@
+package readdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Rows is what a read needs of a result set; *sql.Rows and ClickHouse's driver.Rows both have it.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Each calls each with every row scan reads from rows, then closes rows. Errors from scan are
+// returned as they are.
+func Each[R any](rows Rows, scan func(Rows) (R, error), each func(R)) (err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	for rows.Next() {
+		r, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		each(r)
+	}
+	return rows.Err()
+}
+
+// SQLiteEach runs q on db and calls each with every row scan reads; its errors, scan's
+// included, are wrapped as "read <what>: …".
+func SQLiteEach[R any](ctx context.Context, db *sql.DB, what string, scan func(Rows) (R, error), each func(R), q string, args ...any) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return wrapRead(what, Each(rows, scan, each))
+}
+
+// ClickHouseEach is SQLiteEach on a ClickHouse connection.
+func ClickHouseEach[R any](ctx context.Context, conn driver.Conn, what string, scan func(Rows) (R, error), each func(R), q string, args ...any) error {
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return wrapRead(what, Each(rows, scan, each))
+}
+
+func wrapRead(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return nil
+}
+
+// SQLiteMaxIn bounds the keys of one SQLite IN list, far below SQLite's limit on bound variables.
+const SQLiteMaxIn = 500
+
+// SQLiteByKeys reads the rows of keys in chunks of SQLiteMaxIn: q ends with "… IN", to which
+// the chunk's placeholder list is appended.
+func SQLiteByKeys[R any](ctx context.Context, db *sql.DB, what string, scan func(Rows) (R, error), each func(R), q string, keys []string) error {
+	for _, chunk := range Chunks(keys, SQLiteMaxIn) {
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		if err := SQLiteEach(ctx, db, what, scan, each, q+` (`+Placeholders(len(chunk))+`)`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClickHouseByKeys is SQLiteByKeys on ClickHouse, in chunks of ClickHouseMaxIn bound as one
+// InSet: q ends with "… IN".
+func ClickHouseByKeys[R any](ctx context.Context, conn driver.Conn, what string, scan func(Rows) (R, error), each func(R), q string, keys []string) error {
+	for _, chunk := range Chunks(keys, ClickHouseMaxIn) {
+		if err := ClickHouseEach(ctx, conn, what, scan, each, q+` ?`, InSet(chunk)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LatestPerKey keeps, per key, the first item with the highest revision, in the order of first
+// appearance: what sequential conditional upserts of the batch would leave. Adapters that
+// cannot express "ignore older or equal" inside one statement apply a batch through it.
+func LatestPerKey[T any, K comparable](items []T, key func(T) K, revision func(T) uint64) []T {
+	index := make(map[K]int, len(items))
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		k := key(it)
+		i, seen := index[k]
+		switch {
+		case !seen:
+			index[k] = len(out)
+			out = append(out, it)
+		case revision(it) > revision(out[i]):
+			out[i] = it
+		}
+	}
+	return out
+}
