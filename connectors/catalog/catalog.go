@@ -5,7 +5,6 @@ package catalog
 import (
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
@@ -14,9 +13,8 @@ import (
 // ErrUnknownCompany is a company id that is not in the catalog.
 var ErrUnknownCompany = fmt.Errorf("unknown company")
 
-// Catalog is safe for concurrent use; availability can change while the service runs.
+// Catalog is fixed once built, so it is safe for concurrent use.
 type Catalog struct {
-	mu        sync.RWMutex
 	companies map[string]company.Company
 }
 
@@ -31,8 +29,6 @@ func New(companies ...company.Company) *Catalog {
 
 // Get returns one company.
 func (c *Catalog) Get(id string) (company.Company, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	co, ok := c.companies[id]
 	if !ok {
 		return company.Company{}, fmt.Errorf("%w: %q", ErrUnknownCompany, id)
@@ -42,27 +38,12 @@ func (c *Catalog) Get(id string) (company.Company, error) {
 
 // All lists the companies sorted by id.
 func (c *Catalog) All() []company.Company {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	out := make([]company.Company, 0, len(c.companies))
 	for _, co := range c.companies {
 		out = append(out, co)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// SetAvailability changes a company's availability (a health check or an operator did).
-func (c *Catalog) SetAvailability(id string, a company.Availability, message string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	co, ok := c.companies[id]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownCompany, id)
-	}
-	co.Availability, co.Message = a, message
-	c.companies[id] = co
-	return nil
 }
 
 // Sandbox is the catalog of the demo companies of SANDBOX.md.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/worker"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/metrics"
 )
 
@@ -55,8 +56,8 @@ type Client struct {
 var _ worker.Companies = (*Client)(nil)
 
 // maxBody bounds what is read of a company's answer: JSON lists are small, a career statement
-// PDF is at most the spec's 10 MiB.
-const maxBody = 11 << 20
+// PDF is at most the spec's 10 MiB (with room to spare).
+const maxBody = collection.MaxPDFBytes + 1<<20
 
 // New builds a client.
 func New(cfg Config) (*Client, error) {

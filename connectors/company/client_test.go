@@ -231,7 +231,7 @@ func TestUnusableAnswers(t *testing.T) {
 			}},
 		{name: "repeated insurance ids", body: `{"insurances":[{"id":"a","product":"home"},{"id":"a","product":"pet"}]}`, wantErr: true,
 			call: func(c *company.Client) error {
-				_, err := c.Insurances(context.Background(), "acme", worker.CompanySession{ID: "s"})
+				_, err := c.FetchProduct(context.Background(), "acme", worker.CompanySession{ID: "s"}, worker.ProductInsurances)
 				return err
 			}},
 		{name: "a state this adapter does not know", body: `{"sessionId":"s","state":"PREPARING_ORDER"}`,
@@ -312,7 +312,7 @@ func TestAgainstTheSandbox(t *testing.T) {
 	if s.State != worker.LoginAuthenticated || s.AuthenticatedPersonalNumber != "191212121212" || s.AccessToken == "" {
 		t.Fatalf("session %+v", s)
 	}
-	data, err := f.client.Insurances(ctx, "se-demo-insurer", s)
+	data, err := f.client.FetchProduct(ctx, "se-demo-insurer", s, worker.ProductInsurances)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestAgainstTheSandbox(t *testing.T) {
 		sb := startSandbox(t, sandbox.WithFailureRate(0.5), sandbox.WithSeed(3))
 		f := newClient(t, sb.BaseURL, func(c *company.Config) { c.MaxAttempts = 12 })
 		s := loginUntilDone(t, f.client, "191212121212")
-		if _, err := f.client.Insurances(ctx, "se-demo-insurer", s); err != nil {
+		if _, err := f.client.FetchProduct(ctx, "se-demo-insurer", s, worker.ProductInsurances); err != nil {
 			t.Fatal(err)
 		}
 		if sb.Stats().InjectedFailures == 0 {

@@ -1,11 +1,6 @@
 package company
 
-import (
-	"fmt"
-
-	"github.com/samla/samla/connectors/worker"
-	"github.com/samla/samla/domain/collection"
-)
+import "github.com/samla/samla/domain/collection"
 
 // failureOutcomes is the one table from the demo companies' login failure reasons to the final
 // collection status Samla reports (what an API version does not know, e.g.
@@ -64,17 +59,11 @@ var premiumFrequencies = map[string]string{
 	"yearly":    "YEARLY",
 }
 
-// mapInsurances turns the company's insurances into Samla's. A value the company does not
-// know stays nil (unknown), never a zero; a list Samla cannot store (missing or repeated ids)
-// is the company's failure.
-func mapInsurances(companyID string, in []wireInsurance) (worker.InsuranceData, error) {
-	out := worker.InsuranceData{Insurances: make([]collection.Insurance, 0, len(in))}
-	seen := make(map[string]bool, len(in))
+// mapInsurances turns the company's insurances into Samla's, with the holders' names by
+// insurance id. A value the company does not know stays nil (unknown), never a zero.
+func mapInsurances(in []wireInsurance) (insurances []collection.Insurance, holderNames map[string]string) {
+	insurances = make([]collection.Insurance, 0, len(in))
 	for _, w := range in {
-		if w.ID == "" || seen[w.ID] {
-			return worker.InsuranceData{}, fmt.Errorf("insurances of %s have a missing or repeated id: %w", companyID, worker.ErrCompanyFailed)
-		}
-		seen[w.ID] = true
 		typ, ok := insuranceTypes[w.Product]
 		if !ok {
 			typ = "OTHER"
@@ -97,14 +86,14 @@ func mapInsurances(companyID string, in []wireInsurance) (worker.InsuranceData, 
 			}
 		}
 		if w.PolicyHolder != nil && w.PolicyHolder.Name != "" {
-			if out.HolderNames == nil {
-				out.HolderNames = map[string]string{}
+			if holderNames == nil {
+				holderNames = map[string]string{}
 			}
-			out.HolderNames[w.ID] = w.PolicyHolder.Name
+			holderNames[w.ID] = w.PolicyHolder.Name
 		}
-		out.Insurances = append(out.Insurances, ins)
+		insurances = append(insurances, ins)
 	}
-	return out, nil
+	return insurances, holderNames
 }
 
 func nonEmpty(s *string) *string {

@@ -1,7 +1,6 @@
 package company
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,22 +56,9 @@ var productReaders = map[worker.DataProduct]func(companyID string, w wireProduct
 	worker.ProductCareerStatement: nil,
 }
 
-func readInsurances(companyID string, w wireProduct, d *worker.ProductData) error {
-	data, err := mapInsurances(companyID, w.Insurances)
-	if err != nil {
-		return err
-	}
-	d.Insurances, d.HolderNames = data.Insurances, data.HolderNames
-	return nil
-}
-
-// Insurances reads an authenticated session's insurances.
-func (c *Client) Insurances(ctx context.Context, companyID string, s worker.CompanySession) (worker.InsuranceData, error) {
-	d, err := c.FetchProduct(ctx, companyID, s, worker.ProductInsurances)
-	if err != nil {
-		return worker.InsuranceData{}, err
-	}
-	return worker.InsuranceData{Insurances: d.Insurances, HolderNames: d.HolderNames}, nil
+func readInsurances(_ string, w wireProduct, d *worker.ProductData) error {
+	d.Insurances, d.HolderNames = mapInsurances(w.Insurances)
+	return uniqueIDs(len(w.Insurances), func(i int) string { return w.Insurances[i].ID })
 }
 
 // FetchProduct reads one data product of an authenticated session.
@@ -104,7 +90,7 @@ func (c *Client) FetchProduct(ctx context.Context, companyID string, s worker.Co
 	case resp.status != http.StatusOK:
 		return worker.ProductData{}, resp.failure(companyID, "read "+string(product))
 	case product == worker.ProductCareerStatement:
-		if !bytes.HasPrefix(resp.body, []byte("%PDF-")) {
+		if !collection.LooksLikePDF(resp.body) {
 			return worker.ProductData{}, fmt.Errorf("career statement of %s is not a PDF: %w", companyID, worker.ErrCompanyFailed)
 		}
 		d.CareerStatement = &worker.Document{FileName: "releve-de-carriere.pdf", ContentType: "application/pdf", Content: resp.body}
@@ -176,12 +162,7 @@ func mapInvestments(in []wireInvestment) []collection.Investment {
 		inv := collection.Investment{ID: w.ID, Name: nonEmpty(w.Name), InvestmentType: nonEmpty(w.AccountType),
 			AccountNumber: nonEmpty(w.AccountNumber), Value: money(w.Value)}
 		for _, h := range w.Holdings {
-			var q *float64
-			if h.Quantity != nil {
-				v := *h.Quantity
-				q = &v
-			}
-			inv.Holdings = append(inv.Holdings, collection.Holding{Name: h.Name, ISIN: nonEmpty(h.ISIN), Quantity: q, Value: money(h.Value)})
+			inv.Holdings = append(inv.Holdings, collection.Holding{Name: h.Name, ISIN: nonEmpty(h.ISIN), Quantity: copyFloat(h.Quantity), Value: money(h.Value)})
 		}
 		out = append(out, inv)
 	}

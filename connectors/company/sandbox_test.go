@@ -245,7 +245,7 @@ func TestPDFUploadThroughTheAdapter(t *testing.T) {
 	if err != nil || s.State != worker.LoginAuthenticated || !slices.Equal(s.Products, []worker.DataProduct{worker.ProductInsurances}) {
 		t.Fatalf("%+v %v", s, err)
 	}
-	data, err := f.client.Insurances(ctx, "ee-demo-insurer", s)
+	data, err := f.client.FetchProduct(ctx, "ee-demo-insurer", s, worker.ProductInsurances)
 	if err != nil || len(data.Insurances) != 1 {
 		t.Fatalf("%+v %v", data, err)
 	}

@@ -296,15 +296,6 @@ func (s *Sandbox) BaseURL(companyID string) string {
 	return root + "/sandbox/companies/" + companyID
 }
 
-// CompanyIDs lists the demo companies the sandbox runs.
-func (s *Sandbox) CompanyIDs() []string {
-	out := make([]string, 0, len(s.companies))
-	for _, c := range demoCompanyOrder(s.companies) {
-		out = append(out, c.id)
-	}
-	return out
-}
-
 // SetFailureRate changes the injected failure rate while running (tests take a company down
 // and bring it back).
 func (s *Sandbox) SetFailureRate(rate float64) {

@@ -59,11 +59,7 @@ func TestAuthenticationMismatch(t *testing.T) {
 		noData(t, e, id)
 	})
 	t.Run("rule b: only the personal information says who it is", func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		h := &hooked{Companies: e.companies, hideIdentity: true}
-		cfg := e.config("w1")
-		cfg.Companies = h
-		w := e.worker(cfg)
+		e, h, w := identityHidden(t)
 		wrong, started1 := e.start(pensionCo, mock, pnMismatch)
 		right, started2 := e.start(pensionCo, mock, tolvan)
 		e.handle(w, started1, started2)
@@ -79,18 +75,12 @@ func TestAuthenticationMismatch(t *testing.T) {
 		if pi := c.Wealth()[0].Personal.PersonalInformation; pi == nil || pi.PersonalNumber == nil || *pi.PersonalNumber != tolvan {
 			t.Fatalf("personal information %+v", pi)
 		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if got := h.fetches[worker.ProductPersonalInformation]; got != 2 {
+		if got := h.fetched(worker.ProductPersonalInformation); got != 2 {
 			t.Errorf("personal information read %d times for two collections, want 2", got)
 		}
 	})
 	t.Run("rule b at an insurer: personal information read for the check only", func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		h := &hooked{Companies: e.companies, hideIdentity: true}
-		cfg := e.config("w1")
-		cfg.Companies = h
-		w := e.worker(cfg)
+		e, h, w := identityHidden(t)
 		wrong, started1 := e.start(insurer, mock, pnMismatch)
 		right, started2 := e.start(insurer, mock, tolvan)
 		e.handle(w, started1, started2)
@@ -100,30 +90,32 @@ func TestAuthenticationMismatch(t *testing.T) {
 		if c := e.waitFinal(right); c.Status() != collection.StatusCompleted || len(c.Insurances()) != 6 {
 			t.Fatalf("status %s, %d insurances", c.Status(), len(c.Insurances()))
 		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if got := h.fetches[worker.ProductPersonalInformation]; got != 2 {
+		if got := h.fetched(worker.ProductPersonalInformation); got != 2 {
 			t.Errorf("personal information read %d times, want once per collection", got)
 		}
 	})
 	t.Run("rule d: nothing to compare", func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		h := &hooked{Companies: e.companies, hideIdentity: true}
-		cfg := e.config("w1")
-		cfg.Companies = h
-		w := e.worker(cfg)
+		e, h, w := identityHidden(t)
 		// No personal number in the request: whoever signs in is the user.
 		id, started := e.start(insurer, mock, "")
 		e.handle(w, started)
 		if c := e.waitFinal(id); c.Status() != collection.StatusCompleted {
 			t.Fatalf("status %s", c.Status())
 		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if got := h.fetches[worker.ProductPersonalInformation]; got != 0 {
+		if got := h.fetched(worker.ProductPersonalInformation); got != 0 {
 			t.Errorf("personal information read %d times for nothing", got)
 		}
 	})
+}
+
+// identityHidden is a worker whose company sessions never say who authenticated, so that
+// only the personal information can.
+func identityHidden(t *testing.T) (*env, *hooked, *worker.Worker) {
+	e := newEnv(t, envOptions{})
+	h := &hooked{Companies: e.companies, hideIdentity: true}
+	cfg := e.config("w1")
+	cfg.Companies = h
+	return e, h, e.worker(cfg)
 }
 
 func letter(t *testing.T, opts pdfletter.SampleOptions) []byte {

@@ -372,6 +372,13 @@ func (h *hooked) SubmitClientResponses(ctx context.Context, companyID string, s 
 	return h.strip(h.Companies.SubmitClientResponses(ctx, companyID, s, r))
 }
 
+// fetched is how many times product was read.
+func (h *hooked) fetched(p worker.DataProduct) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fetches[p]
+}
+
 func (h *hooked) FetchProduct(ctx context.Context, companyID string, s worker.CompanySession, p worker.DataProduct) (worker.ProductData, error) {
 	h.mu.Lock()
 	if h.fetches == nil {

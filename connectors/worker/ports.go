@@ -53,7 +53,7 @@ func (f ActiveCollectionsFunc) ListNonFinal(ctx context.Context, limit int) ([]s
 // SubmitClientResponses), values from the user (LoginContactFormRequired, LoginInputRequired,
 // answered with SubmitInputs). Deadlines for the user are Samla's: the company waits as long as
 // its session lives. Once authenticated, every product in CompanySession.Products is read with
-// FetchProduct (Insurances is FetchProduct(ProductInsurances) in the older shape).
+// FetchProduct.
 type Companies interface {
 	// StartLogin opens a login session at the company; for PDF_UPLOAD it also uploads
 	// LoginRequest.Document, so the session it returns is already read (authenticated, or failed
@@ -71,8 +71,6 @@ type Companies interface {
 	// LoginFailed with Outcome AUTHENTICATION_ERROR, and no error. ErrNotAwaiting means the
 	// session takes no responses now.
 	SubmitClientResponses(ctx context.Context, companyID string, session CompanySession, responses []collection.ClientResponse) (CompanySession, error)
-	// Insurances reads an authenticated session's insurances (ProductInsurances).
-	Insurances(ctx context.Context, companyID string, session CompanySession) (InsuranceData, error)
 	// FetchProduct reads one data product of an authenticated session. ErrProductTimeout means
 	// this product could not be had in time while the others may still be read (the collection
 	// ends COMPLETED_PARTIAL); it is not ErrCompanyFailed.
@@ -167,8 +165,6 @@ type CompanySession struct {
 	Message string
 	// Products are the data products an authenticated session can read, in reading order.
 	Products []DataProduct
-	// ExtraInformation is shown to the client while the user must act (e.g. QR data).
-	ExtraInformation map[string]any
 	// AccessToken authorizes data requests; a secret, never logged or stored in events.
 	AccessToken string
 }
@@ -210,15 +206,9 @@ const (
 	ProductCareerStatement     DataProduct = "career-statement" // the French career statement PDF
 )
 
-// InsuranceData is what an insurance company returned. HolderNames (by insurance id) are
-// personal data and go to the event's personal field.
-type InsuranceData struct {
-	Insurances  []collection.Insurance
-	HolderNames map[string]string
-}
-
 // ProductData is what one data product returned; only the fields of that product are set.
-// Names, personal information and documents are personal data.
+// Names, personal information and documents are personal data; HolderNames (by insurance id)
+// go to the event's personal field.
 type ProductData struct {
 	Product             DataProduct
 	Insurances          []collection.Insurance

@@ -144,9 +144,6 @@ func New(orderTimeout, keep time.Duration, users Users) *Simulator {
 	return &Simulator{timeout: orderTimeout, keep: max(keep, orderTimeout), users: users, orders: map[string]*order{}}
 }
 
-// OrderTimeout is how long an unsigned order lives.
-func (s *Simulator) OrderTimeout() time.Duration { return s.timeout }
-
 // Auth starts an order. A pending order for the same person aborts both, as the real provider
 // does: the old one fails with hint cancelled and the new one is refused (ErrAlreadyInProgress),
 // unless either is a MOCK order or the old one has the same reference (the relying party
@@ -192,17 +189,6 @@ func (s *Simulator) Collect(orderRef string, now time.Time) (CollectResult, erro
 		return CollectResult{}, ErrNoSuchOrder
 	}
 	return s.resultLocked(o, now), nil
-}
-
-// Lookup returns an order's public data (for a relying party that lost it).
-func (s *Simulator) Lookup(orderRef string) (Order, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, ok := s.orders[orderRef]
-	if !ok {
-		return Order{}, false
-	}
-	return o.Order, true
 }
 
 // Cancel is the relying party withdrawing its order; a final order stays as it is.

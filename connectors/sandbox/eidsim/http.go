@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/samla/samla/connectors/eid"
 )
 
 // Handler serves the simulator under prefix (e.g. "/sandbox/eid"):
@@ -43,7 +45,7 @@ func (s *Simulator) Handler(prefix string, now func() time.Time) http.Handler {
 		}
 		o, err := s.Auth(ar, now())
 		if errors.Is(err, ErrAlreadyInProgress) {
-			rpError(w, http.StatusBadRequest, "alreadyInProgress", "An order for this user is already in progress.")
+			rpError(w, http.StatusBadRequest, eid.ErrorAlreadyInProgress, "An order for this user is already in progress.")
 			return
 		}
 		if err != nil {
