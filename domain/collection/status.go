@@ -85,11 +85,6 @@ func (s Status) IsPresentationOnly() bool {
 	return s == StatusWaitingForAuthentication || s == StatusRejectedIncorrectLoginMethod
 }
 
-// IsSuccess reports the final statuses after which the data can be read.
-func (s Status) IsSuccess() bool {
-	return s == StatusCompleted || s == StatusCompletedPartial || s == StatusCompletedEmpty
-}
-
 // failuresFromAnyActiveStatus are outcomes a company can report at any point of a session.
 var failuresFromAnyActiveStatus = []Status{
 	StatusFailed, StatusThirdPartyError, StatusAccountTemporarilyLocked, StatusKYCForm,
