@@ -108,6 +108,9 @@ type startRequestV1 struct {
 }
 
 // Typed parameters. Pointers tell an absent member from an empty one.
+
+// personalNumberParam is SwedishPersonalNumberParameter, and SwedishEidParameter too: both carry
+// just a personal number (required in the former, optional in the latter).
 type personalNumberParam struct {
 	Type           string  `json:"type"`
 	PersonalNumber *string `json:"personalNumber"`
@@ -116,11 +119,6 @@ type personalNumberParam struct {
 type accountOwnerNameParam struct {
 	Type string  `json:"type"`
 	Name *string `json:"name"`
-}
-
-type swedishEidParam struct {
-	Type           string  `json:"type"`
-	PersonalNumber *string `json:"personalNumber"`
 }
 
 type psd2AisConsentParam struct {
@@ -293,7 +291,7 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 
 	canonical := make([]any, 0, len(req.Parameters))
 	seen := map[string]int{}
-	var eid *swedishEidParam
+	var eid *personalNumberParam
 	eidIndex, pdfIndex := -1, -1
 	for i, raw := range req.Parameters {
 		prefix := fmt.Sprintf("parameters[%d]", i)
@@ -353,7 +351,7 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 			}
 			in.accountOwnerName = strings.TrimSpace(*p.Name)
 		case ParamSwedishEid:
-			var p swedishEidParam
+			var p personalNumberParam
 			if !decode(&p) {
 				continue
 			}
@@ -492,11 +490,20 @@ func writeStartError(c *gin.Context, err error, in startInput) {
 			detail += " " + unavailable.Message
 		}
 		httpapi.AbortProblem(c, http.StatusConflict, CodeCompanyUnavailable, detail)
+	default:
+		writeCommandError(c, err, "The collection request is invalid.")
+	}
+}
+
+// writeCommandError maps the errors every command shares, after each handler mapped its own:
+// a reused Idempotency-Key, the domain's error kinds, and anything else as a 500.
+func writeCommandError(c *gin.Context, err error, invalidDetail string) {
+	switch {
 	case errors.Is(err, app.ErrIdempotencyKeyReused):
 		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
 			"This Idempotency-Key was already used for a different request; use a new key for a new request.")
 	case errors.Is(err, domain.ErrInvalid):
-		httpapi.AbortProblem(c, http.StatusBadRequest, httpapi.CodeValidationFailed, "The collection request is invalid.")
+		httpapi.AbortProblem(c, http.StatusBadRequest, httpapi.CodeValidationFailed, invalidDetail)
 	case errors.Is(err, domain.ErrConflict):
 		httpapi.AbortProblem(c, http.StatusConflict, httpapi.CodeConflict, "The request conflicts with the current state.")
 	case errors.Is(err, domain.ErrRefused):

@@ -11,7 +11,6 @@ import (
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/eventstore"
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
 )
@@ -232,19 +231,10 @@ func writeSupplementError(c *gin.Context, err error) {
 		httpapi.AbortValidation(c, supplementInvalidDetail, fields...)
 	case errors.Is(err, collection.ErrNotAwaitingInput):
 		httpapi.AbortProblem(c, http.StatusConflict, CodeCollectionNotAwaitingInput, supplementNotAwaitingDetail)
-	case errors.Is(err, app.ErrIdempotencyKeyReused):
-		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
-			"This Idempotency-Key was already used for a different request; use a new key for a new request.")
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
 		httpapi.AbortProblem(c, http.StatusConflict, httpapi.CodeConflict, supplementConflictDetail)
-	case errors.Is(err, domain.ErrInvalid):
-		httpapi.AbortProblem(c, http.StatusBadRequest, httpapi.CodeValidationFailed, supplementInvalidDetail)
-	case errors.Is(err, domain.ErrConflict):
-		httpapi.AbortProblem(c, http.StatusConflict, httpapi.CodeConflict, "The request conflicts with the current state.")
-	case errors.Is(err, domain.ErrRefused):
-		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, httpapi.CodeRefused, "The request was refused by a rule.")
 	default:
-		httpapi.AbortInternal(c, err)
+		writeCommandError(c, err, supplementInvalidDetail)
 	}
 }
 

@@ -212,7 +212,11 @@ func TestSupplementInfoIdempotency(t *testing.T) {
 	problemOf(t, e.supplement(t, id, other, "", "sup-1"), http.StatusUnprocessableEntity, httpcmd.CodeIdempotencyKeyReused)
 	// After the connector moved on, the retry still gets the first answer.
 	e.changeStatus(t, id, collection.StatusCollecting, collection.StatusDetails{})
-	accepted(t, e.supplement(t, id, contactBody, "", "sup-1"))
+	late := e.supplement(t, id, contactBody, "", "sup-1")
+	accepted(t, late)
+	if late.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("late retry not marked as a replay: %v", late.Header())
+	}
 	problemOf(t, e.supplement(t, id, other, "", "sup-1"), http.StatusUnprocessableEntity, httpcmd.CodeIdempotencyKeyReused)
 	problemOf(t, e.supplement(t, id, contactBody, "", strings.Repeat("k", 256)), http.StatusBadRequest, httpapi.CodeValidationFailed)
 }

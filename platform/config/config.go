@@ -15,7 +15,6 @@ import (
 type Config struct {
 	DataDir          string
 	HTTPAddr         string
-	MTLSAddr         string
 	OpsAddr          string
 	BootstrapAPIKey  string
 	EventStore       string // "sqlite" or an esdb:// connection string
@@ -83,7 +82,6 @@ func Bind(fs *pflag.FlagSet) *Config {
 	c := &Config{}
 	fs.StringVar(&c.DataDir, "data-dir", env("SAMLA_DATA_DIR", "./data"), "embedded event store, Kafka log and read models [SAMLA_DATA_DIR]")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env("SAMLA_HTTP_ADDR", "127.0.0.1:8080"), "REST API listener [SAMLA_HTTP_ADDR]")
-	fs.StringVar(&c.MTLSAddr, "mtls-addr", env("SAMLA_MTLS_ADDR", "127.0.0.1:8443"), "mutual-TLS listener, off without a CA [SAMLA_MTLS_ADDR]")
 	fs.StringVar(&c.OpsAddr, "ops-addr", env("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
 	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
 	fs.StringVar(&c.EventStore, "eventstore", env("SAMLA_EVENTSTORE", "sqlite"), "sqlite, or an esdb:// connection string [SAMLA_EVENTSTORE]")

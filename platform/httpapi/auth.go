@@ -169,7 +169,6 @@ func authenticate(keys KeyLookup, isNotFound func(error) bool, cache *authCache)
 }
 
 func setClient(c *gin.Context, clientID string) {
-	c.Set(ginClientIDKey, clientID)
 	if info := infoFrom(c.Request.Context()); info != nil {
 		info.clientID = clientID
 		info.logger = info.logger.With("client_id", clientID)

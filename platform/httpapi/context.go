@@ -70,12 +70,9 @@ func Logger(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// ginClientIDKey is where the authenticated client id also sits in the Gin context.
-const ginClientIDKey = "samla.clientID"
-
-// ClientID returns the authenticated client (tenant) of a Gin request.
+// ClientID returns the authenticated client (tenant) of a Gin request: ClientIDFrom its context.
 func ClientID(c *gin.Context) string {
-	return c.GetString(ginClientIDKey)
+	return ClientIDFrom(c.Request.Context())
 }
 
 // ServiceVersion returns the version negotiated for the request (DefaultVersion before the

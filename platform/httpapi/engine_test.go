@@ -392,6 +392,11 @@ func TestRateLimit(t *testing.T) {
 	if w := env.do(t, http.MethodGet, "/health", "", nil); w.Code != http.StatusOK {
 		t.Fatalf("health while limited = %d", w.Code)
 	}
+	const otherKey = "other-key-0123456789abcdef0123456789abcdef"
+	env.keys.byHash[client.HashAPIKey(otherKey)] = "globex"
+	if w := env.do(t, http.MethodGet, "/whoami", "", map[string]string{HeaderAPIKey: otherKey}); w.Code != http.StatusOK {
+		t.Fatalf("another client while the first is limited = %d", w.Code)
+	}
 	env.clock.advance(time.Second)
 	if w := env.do(t, http.MethodGet, "/whoami", "", authed()); w.Code != http.StatusOK {
 		t.Fatalf("after refill = %d", w.Code)

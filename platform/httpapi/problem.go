@@ -17,20 +17,18 @@ const ContentTypeProblem = "application/problem+json"
 // Stable problem codes. Clients branch on code, never on title or detail, so a code is never
 // renamed once shipped.
 const (
-	CodeValidationFailed      = "VALIDATION_FAILED"
-	CodeMalformedJSON         = "MALFORMED_JSON"
-	CodeUnauthorized          = "UNAUTHORIZED"
-	CodeNotFound              = "NOT_FOUND"
-	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"
-	CodeConflict              = "CONFLICT"
-	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"
-	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"
-	CodeUnsupportedVersion    = "UNSUPPORTED_SERVICE_VERSION"
-	CodeRefused               = "REFUSED"
-	CodeRateLimited           = "RATE_LIMITED"
-	CodeInternal              = "INTERNAL_ERROR"
-	CodeServiceUnavailable    = "SERVICE_UNAVAILABLE"
-	CodeInvalidIdempotencyKey = "INVALID_IDEMPOTENCY_KEY"
+	CodeValidationFailed     = "VALIDATION_FAILED"
+	CodeMalformedJSON        = "MALFORMED_JSON"
+	CodeUnauthorized         = "UNAUTHORIZED"
+	CodeNotFound             = "NOT_FOUND"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodeConflict             = "CONFLICT"
+	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+	CodeRefused              = "REFUSED"
+	CodeRateLimited          = "RATE_LIMITED"
+	CodeInternal             = "INTERNAL_ERROR"
+	CodeServiceUnavailable   = "SERVICE_UNAVAILABLE"
 )
 
 // problemTypeBase prefixes the problem type URI. A URN is used on purpose: RFC 9457 only needs a

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 )
@@ -64,16 +63,4 @@ func versionMiddleware(c *gin.Context) {
 		return
 	}
 	c.Next()
-}
-
-// RequireVersion lets a route exist only from a version on (older versions get 404, as API.md
-// says for the preview-only resources).
-func RequireVersion(min Version) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if ServiceVersion(c) < min { // ISO dates order lexically
-			AbortProblem(c, http.StatusNotFound, CodeNotFound, "No such resource in this Service-Version.")
-			return
-		}
-		c.Next()
-	}
 }

@@ -3,7 +3,7 @@ package service_test
 import (
 	"encoding/json"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -38,12 +38,8 @@ func BenchmarkPostToRunningVisible(b *testing.B) {
 		latencies = append(latencies, time.Since(begin))
 	}
 	b.StopTimer()
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	pct := func(p float64) float64 {
-		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(percentileMS(latencies, 0.50), "p50-ms")
+	b.ReportMetric(percentileMS(latencies, 0.99), "p99-ms")
 }
 
 // BenchmarkPersonaRun runs every persona of SANDBOX.md at once on the embedded default, as
@@ -86,10 +82,8 @@ func BenchmarkPersonaRun(b *testing.B) {
 		wg.Wait()
 	}
 	b.StopTimer()
-	sort.Slice(polls, func(i, j int) bool { return polls[i] < polls[j] })
-	at := func(p float64) float64 { return float64(polls[int(p*float64(len(polls)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(at(0.50), "poll-p50-ms")
-	b.ReportMetric(at(0.99), "poll-p99-ms")
+	b.ReportMetric(percentileMS(polls, 0.50), "poll-p50-ms")
+	b.ReportMetric(percentileMS(polls, 0.99), "poll-p99-ms")
 	b.ReportMetric(float64(len(polls))/float64(b.N), "polls/op")
 }
 
@@ -97,4 +91,10 @@ func jsonStatus(body []byte) string {
 	var s struct{ Status string }
 	_ = json.Unmarshal(body, &s)
 	return s.Status
+}
+
+// percentileMS sorts ds and returns its p-th percentile (0 ≤ p ≤ 1) in milliseconds.
+func percentileMS(ds []time.Duration, p float64) float64 {
+	slices.Sort(ds)
+	return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000
 }

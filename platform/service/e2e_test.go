@@ -27,7 +27,7 @@ func testConfig(t testing.TB, dataDir string) *config.Config {
 	t.Helper()
 	cfg := config.Bind(pflag.NewFlagSet("test", pflag.ContinueOnError))
 	cfg.DataDir = dataDir
-	cfg.HTTPAddr, cfg.OpsAddr, cfg.MTLSAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0", "", "127.0.0.1:0"
+	cfg.HTTPAddr, cfg.OpsAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.EventStore, cfg.KafkaBrokers, cfg.ClickHouseDSN = "sqlite", "", ""
 	cfg.BootstrapAPIKey = testAPIKey
 	cfg.MockSignDelay = 150 * time.Millisecond
@@ -201,20 +201,12 @@ func TestCollectionEndToEnd(t *testing.T) {
 	if final.Status != "COMPLETED" || final.Company != "se-demo-insurer" || final.PollingInterval <= 0 {
 		t.Fatalf("final status %+v", final)
 	}
-	// The history is projected by another consumer group; give it a moment to catch up.
-	var h historyBody
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		h = c.history(id)
-		if p := statusPath(t, h); len(p) > 0 && p[len(p)-1] == "COMPLETED" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The history is projected by another consumer group; historyPath waits for it to catch up.
 	want := []string{"LOGIN", "WAITING_FOR_USER_ACTION", "COLLECTING", "COMPLETED"}
-	if got := statusPath(t, h); !reflect.DeepEqual(got, want) {
+	if got := c.historyPath(id, "COMPLETED"); !reflect.DeepEqual(got, want) {
 		t.Fatalf("status path %v, want %v", got, want)
 	}
+	h := c.history(id)
 	types := map[string]bool{}
 	for i, e := range h.Events {
 		types[e.Type] = true
@@ -237,21 +229,20 @@ func TestCollectionEndToEnd(t *testing.T) {
 		t.Fatalf("unknown key = %d %s", code, body)
 	}
 	otherKey, err := service.CreateClient(context.Background(), cfg, testLogger(t), "other-tenant", "Other")
-	if err == nil {
-		other.key = otherKey
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			code, _, _ := other.do("GET", "/collections/"+id+"/status", nil, nil)
-			if code == http.StatusNotFound {
-				break // authenticated (the key projection caught up) and the collection stays hidden
-			}
-			if code != http.StatusUnauthorized || time.Now().After(deadline) {
-				t.Fatalf("another tenant's poll = %d, want 404", code)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	} else {
+	if err != nil {
 		t.Fatalf("create another client while running: %v", err)
+	}
+	other.key = otherKey
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _, _ := other.do("GET", "/collections/"+id+"/status", nil, nil)
+		if code == http.StatusNotFound {
+			break // authenticated (the key projection caught up) and the collection stays hidden
+		}
+		if code != http.StatusUnauthorized || time.Now().After(deadline) {
+			t.Fatalf("another tenant's poll = %d, want 404", code)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	// The ops listener serves Prometheus metrics with the spine's series.
@@ -293,7 +284,8 @@ func TestRestartResumesAndMatchesRebuild(t *testing.T) {
 		t.Fatalf("after restart: %+v", final)
 	}
 	_, before, _ := c.do("GET", "/collections/"+id+"/status", nil, nil)
-	time.Sleep(300 * time.Millisecond) // let the history projection settle before comparing
+	// The final status change is the stream's last event: once the history shows it, it is whole.
+	c.historyPath(id, "COMPLETED")
 	historyBefore := c.history(id)
 	stop(t, svc)
 

@@ -360,7 +360,8 @@ func TestCollectionCannotBeCancelled(t *testing.T) {
 	t.Parallel()
 	c := personaService(t)
 	id := c.mustStart(collectionRequest{company: "se-demo-insurer", pn: "199001010017"})
-	if code, raw, _ := c.do("DELETE", "/collections/"+id, nil, nil); code != http.StatusMethodNotAllowed {
+	if code, raw, _ := c.do("DELETE", "/collections/"+id, nil, nil); code != http.StatusMethodNotAllowed ||
+		!strings.Contains(string(raw), `"code":"COLLECTION_CANNOT_BE_CANCELLED"`) {
 		t.Fatalf("DELETE = %d %s", code, raw)
 	}
 }

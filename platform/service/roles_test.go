@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,12 +72,12 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 	if final.Status != "COMPLETED" {
 		t.Fatalf("final %+v", final)
 	}
-	// The query role serves no commands, and the command role no queries.
-	if code, _, _ := qry.do("POST", "/collections", map[string]any{"company": "se-demo-insurer"}, nil); code != 404 && code != 405 {
-		t.Fatalf("POST on the query role = %d", code)
+	// The query role serves no commands, and the command role no queries: neither route exists.
+	if code, body, _ := qry.do("POST", "/collections", map[string]any{"company": "se-demo-insurer"}, nil); code != http.StatusNotFound || !strings.Contains(string(body), `"code":"NOT_FOUND"`) {
+		t.Fatalf("POST on the query role = %d %s", code, body)
 	}
-	if code, _, _ := cmd.do("GET", "/collections/"+id+"/status", nil, nil); code != 404 && code != 405 {
-		t.Fatalf("status poll on the command role = %d", code)
+	if code, body, _ := cmd.do("GET", "/collections/"+id+"/status", nil, nil); code != http.StatusNotFound || !strings.Contains(string(body), `"code":"NOT_FOUND"`) {
+		t.Fatalf("status poll on the command role = %d %s", code, body)
 	}
 }
 
