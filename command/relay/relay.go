@@ -70,11 +70,6 @@ type Config struct {
 	// kafka.RelayMaxBatchBytes), so that no partition's share is split into several produce
 	// requests. A single larger event is published alone.
 	MaxBatchBytes int
-	// Linger is how long a batch waits for more events after the ones already queued
-	// (default 0). Batches form on their own under load, because events queue up while the
-	// previous batch is being acknowledged, and kafka-go's writer already holds each call
-	// for its BatchTimeout; a linger only adds latency when idle.
-	Linger time.Duration
 	// CheckpointTopic defaults to kafka.RelayCheckpointTopic.
 	CheckpointTopic string
 }
@@ -92,8 +87,6 @@ const (
 	recordOverhead = 64
 	// shutdownGrace bounds how long a stop waits for the batch in flight and its checkpoint.
 	shutdownGrace = 5 * time.Second
-	backoffMin    = 50 * time.Millisecond
-	backoffMax    = 5 * time.Second
 )
 
 // New returns a relay; Run starts it.
@@ -144,7 +137,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		return err
 	}
 	r.log.Info("relay starting", "checkpoint", acked)
-	r.setGauge(r.cfg.Metrics.Checkpoint, float64(acked))
+	setGauge(r.cfg.Metrics.Checkpoint, float64(acked))
 
 	for attempt := 1; ; attempt++ {
 		next, err := r.follow(ctx, w, acked)
@@ -155,9 +148,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := backoff(attempt)
+		wait := kafka.Backoff(attempt)
 		r.log.Error("event store subscription ended, resubscribing", "after", acked, "retryIn", wait, "err", err)
-		if !sleep(ctx, wait) {
+		if !kafka.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}
@@ -219,8 +212,10 @@ func (r *Relay) follow(ctx context.Context, w Writer, acked uint64) (uint64, err
 			return acked, err // only ctx ends the retries
 		}
 		published := time.Now()
-		r.addCounter(r.cfg.Metrics.Published, float64(len(batch)))
-		r.setGauge(r.cfg.Metrics.PublishLag, time.Since(last.OccurredAt).Seconds())
+		if c := r.cfg.Metrics.Published; c != nil {
+			c.Add(float64(len(batch)))
+		}
+		setGauge(r.cfg.Metrics.PublishLag, time.Since(last.OccurredAt).Seconds())
 		cp := kafkago.Message{
 			Topic: r.cfg.CheckpointTopic,
 			Key:   []byte(checkpointKey),
@@ -232,7 +227,7 @@ func (r *Relay) follow(ctx context.Context, w Writer, acked uint64) (uint64, err
 			return acked, err
 		}
 		acked = last.Position
-		r.setGauge(r.cfg.Metrics.Checkpoint, float64(acked))
+		setGauge(r.cfg.Metrics.Checkpoint, float64(acked))
 		r.log.Debug("batch published", "events", len(batch), "checkpoint", acked,
 			"publish", published.Sub(start), "checkpointWrite", time.Since(published))
 	}
@@ -254,9 +249,11 @@ type batcher struct {
 	size  int
 }
 
-// next waits for the first event, then takes what is queued up to the batch limits (and
-// what arrives within Linger). It fails only when ctx or the subscription ended (or an event
-// cannot be encoded) before a batch could be returned.
+// next waits for the first event, then takes what is queued up to the batch limits. Batches
+// form on their own under load, because events queue up while the previous batch is being
+// acknowledged (and kafka-go's writer holds each call for its BatchTimeout), so it never waits
+// for more. It fails only when ctx or the subscription ended (or an event cannot be encoded)
+// before a batch could be returned.
 func (b *batcher) next(ctx context.Context) ([]eventschema.Envelope, []kafkago.Message, error) {
 	b.batch, b.msgs, b.size = b.batch[:0], b.msgs[:0], 0
 	if b.held != nil {
@@ -287,27 +284,12 @@ func (b *batcher) next(ctx context.Context) ([]eventschema.Envelope, []kafkago.M
 			return nil, nil, ctx.Err()
 		}
 	}
-	var linger <-chan time.Time
-	if b.r.cfg.Linger > 0 {
-		t := time.NewTimer(b.r.cfg.Linger)
-		defer t.Stop()
-		linger = t.C
-	}
 	for len(b.batch) < b.r.cfg.MaxBatch {
 		var e eventschema.Envelope
 		select {
 		case e = <-b.queue:
 		default:
-			if linger == nil {
-				return b.batch, b.msgs, nil
-			}
-			select {
-			case e = <-b.queue:
-			case <-linger:
-				return b.batch, b.msgs, nil
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			}
+			return b.batch, b.msgs, nil
 		}
 		fits, err := b.add(e)
 		if err != nil {
@@ -330,10 +312,10 @@ func (b *batcher) add(e eventschema.Envelope) (bool, error) {
 		b.r.log.Warn("event store repeated a position; skipped", "position", e.Position, "after", b.last)
 		return true, nil
 	}
-	m, err := toKafkaMessage(e)
+	m, err := kafka.Message(e)
 	if err != nil {
 		// Never skipped: the relay stops here (retrying) rather than lose an event.
-		return false, err
+		return false, fmt.Errorf("relay: %w", err)
 	}
 	n := messageSize(m)
 	if len(b.batch) > 0 && b.size+n > b.r.cfg.MaxBatchBytes {
@@ -364,25 +346,12 @@ func (r *Relay) retry(ctx context.Context, what string, op func() error, logArgs
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := backoff(attempt)
+		wait := kafka.Backoff(attempt)
 		r.log.Error(what+" failed, retrying", append(logArgs, "attempt", attempt, "retryIn", wait, "err", err)...)
-		if !sleep(ctx, wait) {
+		if !kafka.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
 	}
-}
-
-func toKafkaMessage(e eventschema.Envelope) (kafkago.Message, error) {
-	tm, err := eventschema.ToMessage(e)
-	if err != nil {
-		return kafkago.Message{}, fmt.Errorf("relay: %w", err)
-	}
-	m := kafkago.Message{Topic: tm.Topic, Key: tm.Key, Value: tm.Value,
-		Headers: make([]kafkago.Header, 0, len(tm.Headers))}
-	for k, v := range tm.Headers {
-		m.Headers = append(m.Headers, kafkago.Header{Key: k, Value: []byte(v)})
-	}
-	return m, nil
 }
 
 func messageSize(m kafkago.Message) int {
@@ -393,13 +362,7 @@ func messageSize(m kafkago.Message) int {
 	return n
 }
 
-func (r *Relay) addCounter(c Counter, v float64) {
-	if c != nil {
-		c.Add(v)
-	}
-}
-
-func (r *Relay) setGauge(g Gauge, v float64) {
+func setGauge(g Gauge, v float64) {
 	if g != nil {
 		g.Set(v)
 	}
@@ -474,24 +437,4 @@ func readCheckpointFrom(ctx context.Context, broker, topic string) (uint64, erro
 		return 0, fmt.Errorf("parse checkpoint in %s: %w", topic, err)
 	}
 	return pos, nil
-}
-
-// backoff is a capped exponential delay for the given attempt (1-based).
-func backoff(attempt int) time.Duration {
-	d := backoffMin
-	for i := 1; i < attempt && d < backoffMax; i++ {
-		d *= 2
-	}
-	return min(d, backoffMax)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/sqlite"
+	"github.com/samla/samla/command/eventstore/storetest"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/kafka"
 )
@@ -28,14 +28,7 @@ func openSQLite(t testing.TB) *sqlite.Store {
 }
 
 func newEvent(i int) eventschema.Envelope {
-	return eventschema.Envelope{
-		EventID:       uuid.NewString(),
-		Type:          "collection.status-changed",
-		SchemaVersion: 1,
-		Tenant:        "client-1",
-		OccurredAt:    time.Now().UTC().Truncate(time.Millisecond),
-		Payload:       json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)),
-	}
+	return storetest.NewEvent("collection.status-changed", map[string]any{"n": i})
 }
 
 // TestRelayWithSQLiteStore runs the relay against the real embedded event store, with
@@ -82,11 +75,7 @@ func TestRelayWithSQLiteStore(t *testing.T) {
 		t.Fatalf("store holds %d events, want 600", len(events))
 	}
 	s := checkLog(t, events, published(t, broker.Brokers()))
-	for pos := uint64(1); pos <= 600; pos++ {
-		if s.count[pos] != 1 {
-			t.Fatalf("position %d published %d times, want once", pos, s.count[pos])
-		}
-	}
+	s.wantOnce(t, 600)
 }
 
 // BenchmarkAppendToConsume measures the whole embedded path for one event at a time: an

@@ -54,7 +54,7 @@ const (
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
 	// how often an idle partition is polled.
 	fetchMaxWait = 250 * time.Millisecond
-	// retryBackoffMin/Max bound the wait between attempts of a failing handler.
+	// retryBackoffMin/Max bound the wait between attempts (see Backoff).
 	retryBackoffMin = 50 * time.Millisecond
 	retryBackoffMax = 5 * time.Second
 	commitAttempts  = 5
@@ -183,7 +183,7 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 			// line and a pause, not giving up the group.
 			fetchErrs++
 			c.logger.Warn("kafka fetch failed", "err", err)
-			if !sleep(ctx, backoff(fetchErrs)) {
+			if !Sleep(ctx, Backoff(fetchErrs)) {
 				return nil, ctx.Err()
 			}
 			continue
@@ -222,10 +222,10 @@ func (c *consumer) handleWithRetry(ctx context.Context, events []eventschema.Env
 		if ctx.Err() != nil {
 			return attempt, ctx.Err()
 		}
-		wait := backoff(attempt)
+		wait := Backoff(attempt)
 		c.logger.Error("handling batch failed, retrying the same batch", "events", len(events),
 			"attempt", attempt, "retryIn", wait, "err", err)
-		if !sleep(ctx, wait) {
+		if !Sleep(ctx, wait) {
 			return attempt, ctx.Err()
 		}
 	}
@@ -248,7 +248,7 @@ func (c *consumer) commit(ctx context.Context, msgs []kafkago.Message) bool {
 			return false
 		}
 		c.logger.Warn("committing offsets failed", "messages", len(msgs), "attempt", attempt, "err", err)
-		if !sleep(ctx, backoff(attempt)) {
+		if !Sleep(ctx, Backoff(attempt)) {
 			return false
 		}
 	}
@@ -256,8 +256,9 @@ func (c *consumer) commit(ctx context.Context, msgs []kafkago.Message) bool {
 	return false
 }
 
-// backoff is a capped exponential delay for the given attempt (1-based).
-func backoff(attempt int) time.Duration {
+// Backoff is the capped exponential delay (50 ms doubling up to 5 s) before retry number
+// attempt (1-based), shared by everything here that retries Kafka or a handler.
+func Backoff(attempt int) time.Duration {
 	d := retryBackoffMin
 	for i := 1; i < attempt && d < retryBackoffMax; i++ {
 		d *= 2
@@ -265,8 +266,8 @@ func backoff(attempt int) time.Duration {
 	return min(d, retryBackoffMax)
 }
 
-// sleep waits d or until ctx ends, and reports whether the wait completed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends, and reports whether the wait completed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

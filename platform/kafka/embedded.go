@@ -72,7 +72,6 @@ type Embedded struct {
 
 type embeddedConfig struct {
 	port       int
-	partitions int
 	syncWrites bool
 }
 
@@ -83,10 +82,6 @@ type EmbeddedOption func(*embeddedConfig)
 // outside tools (kcat, kafka-console-consumer) can be pointed at a running `samla run`.
 func WithPort(port int) EmbeddedOption { return func(c *embeddedConfig) { c.port = port } }
 
-// WithPartitions sets the partition count of event topics created by this start (existing
-// topics keep theirs).
-func WithPartitions(n int) EmbeddedOption { return func(c *embeddedConfig) { c.partitions = n } }
-
 // WithSyncWrites turns per-batch fsync on (default) or off (faster, for throwaway data).
 func WithSyncWrites(on bool) EmbeddedOption { return func(c *embeddedConfig) { c.syncWrites = on } }
 
@@ -96,7 +91,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	cfg := embeddedConfig{partitions: DefaultPartitions, syncWrites: true}
+	cfg := embeddedConfig{syncWrites: true}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -111,7 +106,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		kfake.NumBrokers(1),
 		kfake.DataDir(dataDir),
 		kfake.AllowAutoTopicCreation(),
-		kfake.DefaultNumPartitions(cfg.partitions),
+		kfake.DefaultNumPartitions(DefaultPartitions),
 		// Lets clients (tests, tools) use sessions shorter than a real broker's 6 s
 		// minimum, so that a dead member is noticed quickly.
 		kfake.GroupMinSessionTimeout(250 * time.Millisecond),
@@ -134,7 +129,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		return nil, fmt.Errorf("embedded kafka: start: %w", err)
 	}
 	e := &Embedded{cluster: cluster, brokers: cluster.ListenAddrs(), logger: logger, unlock: unlock}
-	if err := e.ensureTopics(cfg.partitions); err != nil {
+	if err := e.ensureTopics(); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -143,12 +138,12 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 }
 
 // ensureTopics creates whatever topic is missing; see the SeedTopics quirk above.
-func (e *Embedded) ensureTopics(partitions int) error {
+func (e *Embedded) ensureTopics() error {
 	for _, t := range eventschema.Topics() {
 		if e.cluster.TopicInfo(t) != nil {
 			continue
 		}
-		if err := e.cluster.CreateTopic(t, int32(partitions), eventTopicConfigs()); err != nil {
+		if err := e.cluster.CreateTopic(t, DefaultPartitions, eventTopicConfigs()); err != nil {
 			return fmt.Errorf("embedded kafka: create topic %s: %w", t, err)
 		}
 	}

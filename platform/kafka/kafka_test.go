@@ -64,13 +64,9 @@ func envelope(stream string, rev uint64, pos uint64) eventschema.Envelope {
 
 func toKafka(t testing.TB, e eventschema.Envelope) kafkago.Message {
 	t.Helper()
-	tm, err := eventschema.ToMessage(e)
+	m, err := Message(e)
 	if err != nil {
 		t.Fatal(err)
-	}
-	m := kafkago.Message{Topic: tm.Topic, Key: tm.Key, Value: tm.Value}
-	for k, v := range tm.Headers {
-		m.Headers = append(m.Headers, kafkago.Header{Key: k, Value: []byte(v)})
 	}
 	return m
 }

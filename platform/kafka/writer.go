@@ -4,6 +4,8 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/samla/samla/eventschema"
 )
 
 // NewWriter returns the writer the relay publishes with. The message carries its topic (one
@@ -48,3 +50,18 @@ const WriterBatchSize = 500
 // RelayMaxBatchBytes bounds the encoded size of one relay batch so that it fits in one
 // produce request per partition under Kafka's default message.max.bytes (1 MiB).
 const RelayMaxBatchBytes = 768 << 10
+
+// Message encodes an event as the Kafka message the relay publishes: eventschema's topic, key,
+// value and headers (the counterpart of the decoding in Consume).
+func Message(e eventschema.Envelope) (kafkago.Message, error) {
+	tm, err := eventschema.ToMessage(e)
+	if err != nil {
+		return kafkago.Message{}, err
+	}
+	m := kafkago.Message{Topic: tm.Topic, Key: tm.Key, Value: tm.Value,
+		Headers: make([]kafkago.Header, 0, len(tm.Headers))}
+	for k, v := range tm.Headers {
+		m.Headers = append(m.Headers, kafkago.Header{Key: k, Value: []byte(v)})
+	}
+	return m, nil
+}

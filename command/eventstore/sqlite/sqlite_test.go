@@ -167,11 +167,11 @@ func TestEventIDs(t *testing.T) {
 
 	// Reusing an id anywhere else is refused, and names the conflict when the expectation fails.
 	_, err := s.Append(ctx, b, eventstore.NoStream(), []eventschema.Envelope{e})
-	if !errors.Is(err, ErrDuplicateEventID) {
+	if !errors.Is(err, eventstore.ErrDuplicateEventID) {
 		t.Fatalf("id reused in another stream: err = %v, want ErrDuplicateEventID", err)
 	}
 	_, err = s.Append(ctx, a, eventstore.Exact(0), []eventschema.Envelope{storetest.NewEvent("b", nil), e})
-	if !errors.Is(err, ErrDuplicateEventID) {
+	if !errors.Is(err, eventstore.ErrDuplicateEventID) {
 		t.Fatalf("id reused later in the same stream: err = %v, want ErrDuplicateEventID", err)
 	}
 	_, err = s.Append(ctx, a, eventstore.Exact(3), []eventschema.Envelope{e})
@@ -183,7 +183,7 @@ func TestEventIDs(t *testing.T) {
 	x, y := storetest.NewEvent("x", nil), storetest.NewEvent("y", nil)
 	mustAppend(t, s, b, eventstore.NoStream(), x, y)
 	_, err = s.Append(ctx, b, eventstore.Any(), []eventschema.Envelope{y, x})
-	if !errors.Is(err, ErrDuplicateEventID) {
+	if !errors.Is(err, eventstore.ErrDuplicateEventID) {
 		t.Fatalf("stored ids in another order: err = %v, want ErrDuplicateEventID", err)
 	}
 	if n := len(mustReadAll(t, s)); n != 3 {

@@ -4,8 +4,9 @@
 // Beyond the eventstore.Store contract it guarantees:
 //   - Positions are 1, 2, 3, … in commit order, without gaps.
 //   - Event ids are UUIDs, stored and returned in canonical lowercase form, and unique across the
-//     whole store: reusing one outside an idempotent retry fails with ErrDuplicateEventID (or a
-//     WrongExpectedRevisionError when the expectation fails as well).
+//     whole store: reusing one outside an idempotent retry fails with
+//     eventstore.ErrDuplicateEventID (or a WrongExpectedRevisionError when the expectation
+//     fails as well).
 //   - An append of no events checks the expectation and returns the stream's current last
 //     revision and position (zeros for a stream without events).
 //
@@ -35,13 +36,8 @@ import (
 	"github.com/samla/samla/eventschema"
 )
 
-var (
-	// ErrClosed is returned by calls on a closed store and by appends still queued when it closed.
-	ErrClosed = errors.New("sqlite event store closed")
-	// ErrDuplicateEventID is an append of an event id that is already stored and is not a retry of
-	// the append that stored it.
-	ErrDuplicateEventID = eventstore.ErrDuplicateEventID
-)
+// ErrClosed is returned by calls on a closed store and by appends still queued when it closed.
+var ErrClosed = errors.New("sqlite event store closed")
 
 var _ eventstore.Store = (*Store)(nil)
 

@@ -4,7 +4,7 @@
 //
 // It implements what a single-node client calls: ServerFeatures.GetSupportedMethods (discovery)
 // and Streams.Append and Streams.Read (stream and $all reads in both directions, filtered $all
-// reads, and catch-up subscriptions to a stream or to $all). It follows the real server where
+// reads, and catch-up subscriptions to $all). It follows the real server where
 // the adapter depends on it:
 //   - expected revisions (any, no stream, stream exists, exact) with wrong-expected-version
 //     answers that carry the current and the expected revision;
@@ -19,7 +19,7 @@
 //   - a stream without events reads as StreamNotFound;
 //   - read events carry the "type", "content-type" and "created" metadata keys.
 //
-// Delete, Tombstone and BatchAppend are not implemented.
+// Delete, Tombstone, BatchAppend and subscriptions to a single stream are not implemented.
 package esdbfake
 
 import (
@@ -191,13 +191,6 @@ func (s *Server) AppendSystemEvent(stream, eventType, data string) {
 		contentType: "application/json",
 		data:        []byte(data),
 	}})
-}
-
-// Len is the number of events in the log, system events included.
-func (s *Server) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.all)
 }
 
 // appendLocked stores recs at the end of stream and wakes subscriptions. s.mu is held.
@@ -532,39 +525,23 @@ func (s *Server) readAll(out api.Streams_ReadServer, opts *api.ReadReq_Options_A
 	return nil
 }
 
-// subscribe serves a catch-up subscription to a stream or to $all until the client leaves,
-// the server stops or DropSubscriptions.
+// subscribe serves a catch-up subscription to $all until the client leaves, the server stops
+// or DropSubscriptions.
 func (s *Server) subscribe(out api.Streams_ReadServer, opts *api.ReadReq_Options, f *filter, enc encoder) error {
+	ao := opts.GetAll()
+	if ao == nil {
+		return status.Error(codes.Unimplemented, "only subscriptions to $all are implemented")
+	}
 	s.mu.Lock()
-	dropped, inclusive := s.dropped, s.inclusiveSubscribe
-	var (
-		stream string
-		next   int // index into the stream's records or the log of the next record to consider
-	)
-	if so := opts.GetStream(); so != nil {
-		stream = string(so.GetStreamIdentifier().GetStreamName())
-		recs := s.streams[stream]
-		switch o := so.GetRevisionOption().(type) {
-		case *api.ReadReq_Options_StreamOptions_Revision:
-			next = int(min(o.Revision+1, uint64(len(recs))))
-			if inclusive {
-				next = int(min(o.Revision, uint64(len(recs))))
-			}
-		case *api.ReadReq_Options_StreamOptions_End:
-			next = len(recs)
+	dropped := s.dropped
+	next := 0 // index into the log of the next record to consider
+	if p := ao.GetPosition(); p != nil {
+		next = positionIndex(s.all, p.GetCommitPosition())
+		if !s.inclusiveSubscribe && next < len(s.all) && s.all[next].position == p.GetCommitPosition() {
+			next++
 		}
-	} else if ao := opts.GetAll(); ao != nil {
-		if p := ao.GetPosition(); p != nil {
-			next = positionIndex(s.all, p.GetCommitPosition())
-			if !inclusive && next < len(s.all) && s.all[next].position == p.GetCommitPosition() {
-				next++
-			}
-		} else if ao.GetEnd() != nil {
-			next = len(s.all)
-		}
-	} else {
-		s.mu.Unlock()
-		return status.Error(codes.InvalidArgument, "subscription to neither a stream nor $all")
+	} else if ao.GetEnd() != nil {
+		next = len(s.all)
 	}
 	s.mu.Unlock()
 
@@ -577,13 +554,7 @@ func (s *Server) subscribe(out api.Streams_ReadServer, opts *api.ReadReq_Options
 	var considered *record
 	for {
 		s.mu.Lock()
-		var recs []*record
-		if stream != "" {
-			recs = s.streams[stream]
-		} else {
-			recs = s.all
-		}
-		batch, changed := recs[next:], s.changed
+		batch, changed := s.all[next:], s.changed
 		s.mu.Unlock()
 
 		for _, r := range batch {
