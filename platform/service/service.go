@@ -273,7 +273,7 @@ func (s *Service) startRelay(ctx context.Context) {
 func (s *Service) consume(groupID string, topics []string) projections.ConsumeFunc {
 	return func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
 		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: groupID, Topics: topics, MaxWait: consumerGatherWindow},
-			s.log.With("group", groupID), handle)
+			s.log, handle) // Consume adds the group to its logger itself
 	}
 }
 
