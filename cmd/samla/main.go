@@ -7,15 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/samla/samla/platform/config"
 	"github.com/samla/samla/platform/logging"
-	"github.com/samla/samla/platform/service"
 )
 
 func main() {
@@ -35,12 +34,12 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
-		roleCommand("run", "Start every role in one process on the embedded default, with the sandbox", service.AllRoles(), stdout, stderr),
-		roleCommand("command", "Run the command API (write side)", service.Roles{Command: true}, stdout, stderr),
-		roleCommand("query", "Run the query API (read side)", service.Roles{Query: true}, stdout, stderr),
-		roleCommand("relay", "Run the relay from the event store to Kafka", service.Roles{Relay: true}, stdout, stderr),
-		roleCommand("project", "Run the projections from Kafka to the read models", service.Roles{Project: true}, stdout, stderr),
-		roleCommand("connect", "Run the connector workers (and the sandbox companies unless --sandbox=false)", service.Roles{Connect: true}, stdout, stderr),
+		roleCommand("run", "Start every role in one process on the embedded default, with the sandbox", AllRoles(), stdout, stderr),
+		roleCommand("command", "Run the command API (write side)", Roles{Command: true}, stdout, stderr),
+		roleCommand("query", "Run the query API (read side)", Roles{Query: true}, stdout, stderr),
+		roleCommand("relay", "Run the relay from the event store to Kafka", Roles{Relay: true}, stdout, stderr),
+		roleCommand("project", "Run the projections from Kafka to the read models", Roles{Project: true}, stdout, stderr),
+		roleCommand("connect", "Run the connector workers (and the sandbox companies unless --sandbox=false)", Roles{Connect: true}, stdout, stderr),
 		projectionsCommand(stdout, stderr),
 		clientsCommand(stdout, stderr),
 		sandboxCommand(stdout, stderr),
@@ -48,22 +47,31 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
+// setUp validates the configuration and builds the logger every command starts with, so that
+// a malformed setting stops the command before it touches anything.
+func setUp(cfg *Config, stderr io.Writer) (*slog.Logger, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+}
+
 // signalContext ends on SIGINT or SIGTERM, which starts a graceful shutdown.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func roleCommand(use, short string, roles service.Roles, stdout, stderr io.Writer) *cobra.Command {
+func roleCommand(use, short string, roles Roles, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
-	cfg := config.Bind(cmd.Flags())
+	cfg := bindConfig(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		logger, err := setUp(cfg, stderr)
 		if err != nil {
 			return err
 		}
 		ctx, stop := signalContext()
 		defer stop()
-		svc, err := service.Start(ctx, cfg, roles, logger)
+		svc, err := Start(ctx, cfg, roles, logger)
 		if err != nil {
 			return err
 		}
@@ -87,7 +95,7 @@ func roleCommand(use, short string, roles service.Roles, stdout, stderr io.Write
 	return cmd
 }
 
-func printWelcome(w io.Writer, svc *service.Service) {
+func printWelcome(w io.Writer, svc *Service) {
 	base := "http://" + svc.HTTPAddr()
 	fmt.Fprintf(w, "\nSamla is running.\n  API:     %s\n  Metrics: http://%s/metrics\n", base, svc.OpsAddr())
 	key := svc.BootstrapAPIKey()
@@ -113,15 +121,15 @@ Try it (the MOCK login signs by itself after about a second):
 func projectionsCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "projections", Short: "Manage the read models"}
 	rebuild := &cobra.Command{Use: "rebuild", Short: "Empty the read models and rebuild them from the event store", Args: cobra.NoArgs}
-	cfg := config.Bind(rebuild.Flags())
+	cfg := bindConfig(rebuild.Flags())
 	rebuild.RunE = func(cmd *cobra.Command, _ []string) error {
-		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		logger, err := setUp(cfg, stderr)
 		if err != nil {
 			return err
 		}
 		ctx, stop := signalContext()
 		defer stop()
-		n, err := service.RebuildProjections(ctx, cfg, logger)
+		n, err := RebuildProjections(ctx, cfg, logger)
 		if err != nil {
 			return err
 		}
@@ -135,17 +143,17 @@ func projectionsCommand(stdout, stderr io.Writer) *cobra.Command {
 func clientsCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "clients", Short: "Manage client systems (tenants) and their API keys"}
 	create := &cobra.Command{Use: "create", Short: "Register a client and print its API key once", Args: cobra.NoArgs}
-	cfg := config.Bind(create.Flags())
+	cfg := bindConfig(create.Flags())
 	id := create.Flags().String("id", "", "client id: 2-63 lowercase letters, digits or hyphens")
 	name := create.Flags().String("name", "", "display name")
 	create.RunE = func(cmd *cobra.Command, _ []string) error {
-		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		logger, err := setUp(cfg, stderr)
 		if err != nil {
 			return err
 		}
 		ctx, stop := signalContext()
 		defer stop()
-		key, err := service.CreateClient(ctx, cfg, logger, *id, *name)
+		key, err := CreateClient(ctx, cfg, logger, *id, *name)
 		if err != nil {
 			return err
 		}

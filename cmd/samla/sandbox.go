@@ -10,17 +10,15 @@ import (
 
 	"github.com/samla/samla/connectors/pdfletter"
 	"github.com/samla/samla/connectors/sandbox"
-	"github.com/samla/samla/platform/config"
-	"github.com/samla/samla/platform/logging"
 )
 
 // sandboxCommand runs the demo companies, the EID simulator and their tester routes on their
 // own, for a connector started with --sandbox=false --companies-url pointing here.
 func sandboxCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandbox", Short: "Run the sandbox companies and the electronic-ID simulator standalone", Args: cobra.NoArgs}
-	cfg := config.Bind(cmd.Flags())
+	cfg := bindConfig(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+		logger, err := setUp(cfg, stderr)
 		if err != nil {
 			return err
 		}

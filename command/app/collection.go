@@ -14,7 +14,6 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
@@ -22,7 +21,7 @@ import (
 )
 
 // Catalog is the port to the company catalog (connectors/catalog.Catalog satisfies it). Get
-// returns an error wrapping catalog.ErrUnknownCompany for an id it does not know.
+// returns an error wrapping company.ErrUnknownCompany for an id it does not know.
 type Catalog interface {
 	Get(id string) (company.Company, error)
 }
@@ -154,7 +153,7 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 	}
 	co, err := s.catalog.Get(cmd.Company)
 	switch {
-	case errors.Is(err, catalog.ErrUnknownCompany):
+	case errors.Is(err, company.ErrUnknownCompany):
 		return Created{}, &InvalidInputError{Input: InputCompany, Reason: "is not a known company",
 			Err: fmt.Errorf("company: %w: %w", err, domain.ErrInvalid)}
 	case err != nil:

@@ -12,7 +12,7 @@ import (
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
@@ -36,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	store := memstore.New()
 	repo := repository.New(store, reg, func() time.Time { return testNow })
 	return &fixture{store: store, repo: repo,
-		svc: app.NewCollectionService(catalog.Sandbox(), repo, func() time.Time { return testNow })}
+		svc: app.NewCollectionService(sandbox.Catalog(), repo, func() time.Time { return testNow })}
 }
 
 func startCmd() app.StartCollection {
@@ -150,7 +150,7 @@ func TestIdempotentRaceLandsOnTheWinner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	racer := app.NewCollectionService(catalog.Sandbox(), &staleRepo{Repository: f.repo}, func() time.Time { return testNow.Add(time.Second) })
+	racer := app.NewCollectionService(sandbox.Catalog(), &staleRepo{Repository: f.repo}, func() time.Time { return testNow.Add(time.Second) })
 	got, err := racer.Start(context.Background(), cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestIdempotentRaceLandsOnTheWinner(t *testing.T) {
 		t.Fatalf("racer = %+v, winner %+v", got, first)
 	}
 	cmd.RequestHash = "different"
-	racer = app.NewCollectionService(catalog.Sandbox(), &staleRepo{Repository: f.repo}, nil)
+	racer = app.NewCollectionService(sandbox.Catalog(), &staleRepo{Repository: f.repo}, nil)
 	if _, err := racer.Start(context.Background(), cmd); !errors.Is(err, app.ErrIdempotencyKeyReused) {
 		t.Fatalf("racer with other request: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 )
@@ -221,7 +221,7 @@ func TestSupplyInfoRetriesOnConflict(t *testing.T) {
 	id := moveTo(t, f, collection.StatusContactFormPending, collection.StatusDetails{})
 	racer := &racingRepo{Repository: f.repo}
 	racer.races.Store(2)
-	svc := app.NewCollectionService(catalog.Sandbox(), racer, func() time.Time { return testNow })
+	svc := app.NewCollectionService(sandbox.Catalog(), racer, func() time.Time { return testNow })
 	if _, err := svc.SupplyInfo(context.Background(), supplyCmd(id)); err != nil {
 		t.Fatalf("SupplyInfo after two conflicts: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
@@ -45,7 +45,7 @@ func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.Collect
 	store := memstore.New()
 	repo := repository.New(store, reg, func() time.Time { return testNow })
 	if starter == nil {
-		starter = app.NewCollectionService(catalog.Sandbox(), repo, func() time.Time { return testNow })
+		starter = app.NewCollectionService(sandbox.Catalog(), repo, func() time.Time { return testNow })
 	}
 	opts := httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}}
 	if mutate != nil {

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/company"
-	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/connectors/pdfletter"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/domain/collection"
 	dcompany "github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/eid"
 )
 
 // quick are sandbox delays for real-clock tests over HTTP.

@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/eid"
 )
 
 // The client-side login (SWEDISH_MOBILE_EID_SAME_DEVICE_CLIENT_SIDE_AUTHENTICATION): the company

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
 )
 
@@ -22,9 +23,9 @@ const (
 	productCareerStatement     = "career-statement"
 )
 
-// demoCompany is one company of SANDBOX.md as the company itself sees it. The sandbox keeps
-// its own list rather than reading Samla's catalog: a real company does not know Samla's
-// catalog, and a test compares the two so they cannot drift apart unnoticed.
+// demoCompany is one company of SANDBOX.md as the company itself sees it. Samla's view of the
+// same companies, the catalog the embedded default runs with, is derived from this list
+// (Catalog), so the two cannot drift apart.
 type demoCompany struct {
 	id           string
 	displayName  string
@@ -69,6 +70,27 @@ func demoCompanies() map[string]*demoCompany {
 		out[c.id] = c
 	}
 	return out
+}
+
+// maintenanceMessage is the user-facing note of a company in maintenance.
+const maintenanceMessage = "Planned maintenance; try again later."
+
+// Catalog is Samla's catalog of the demo companies: what a connector needs to know to reach
+// them and what clients see in GET /companies.
+func Catalog() *company.Catalog {
+	var list []company.Company
+	for _, c := range demoCompanyOrder(demoCompanies()) {
+		co := company.Company{ID: c.id, DisplayName: c.displayName, Market: c.market,
+			LoginMethods: slices.Clone(c.loginMethods), Availability: company.Available}
+		for _, p := range c.products {
+			co.Products = append(co.Products, collection.Product(p))
+		}
+		if c.maintenance {
+			co.Availability, co.Message = company.Maintenance, maintenanceMessage
+		}
+		list = append(list, co)
+	}
+	return company.NewCatalog(list...)
 }
 
 func (c *demoCompany) insurer() bool { return slices.Contains(c.products, "INSURANCE") }

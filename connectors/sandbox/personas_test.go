@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/connectors/pdfletter"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/eid"
 )
 
 const (

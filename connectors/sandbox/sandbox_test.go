@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/company"
 )
@@ -100,7 +99,7 @@ func TestCompaniesMatchTheCatalog(t *testing.T) {
 		m := c.(map[string]any)
 		served[m["id"].(string)] = m
 	}
-	for _, co := range catalog.Sandbox().All() {
+	for _, co := range sandbox.Catalog().All() {
 		s, ok := served[co.ID]
 		if !ok {
 			t.Errorf("catalog company %s is not served", co.ID)

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/connectors/sandbox/eidsim"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/domain/personnummer"
 )
 

@@ -16,7 +16,6 @@ import (
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/connectors/company"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/connectors/worker"
@@ -116,7 +115,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	store := &outageStore{Store: memstore.New()}
 	return &env{
 		t: t, store: store, reg: reg, repo: repository.New(store, reg, nil), sb: sb, companies: cl,
-		catalog: catalog.Sandbox(), metrics: m, logs: logs, logger: logger,
+		catalog: sandbox.Catalog(), metrics: m, logs: logs, logger: logger,
 	}
 }
 
@@ -163,7 +162,7 @@ func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
 	if o.at.IsZero() {
 		o.at = time.Now()
 	}
-	co, err := catalog.Sandbox().Get(o.company)
+	co, err := sandbox.Catalog().Get(o.company)
 	if err != nil {
 		e.t.Fatal(err)
 	}

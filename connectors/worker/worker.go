@@ -31,7 +31,22 @@ import (
 	"github.com/samla/samla/platform/metrics"
 )
 
-// Config configures a Worker. Zero durations and limits take the defaults noted.
+// Defaults of Config. The binary's flags take their defaults from here, so a worker built in a
+// test and one started by `samla connect` behave alike.
+const (
+	DefaultStaleClaimAfter        = 90 * time.Second
+	DefaultMaxSessions            = 512
+	DefaultPollInterval           = time.Second
+	DefaultSweepInterval          = 15 * time.Second
+	DefaultSweepLimit             = 1000
+	DefaultMaxSessionDuration     = 10 * time.Minute
+	DefaultContactFormTimeout     = 2 * time.Minute
+	DefaultInputTimeout           = 2 * time.Minute
+	DefaultMethodSelectionTimeout = time.Minute
+	DefaultEIDOrderTimeout        = 30 * time.Second
+)
+
+// Config configures a Worker. Zero durations and limits take the Default* values.
 type Config struct {
 	// WorkerID names this worker in claims. It must be unique among live workers and stable
 	// across restarts of the same one, which is how a restarted worker resumes its sessions.
@@ -47,37 +62,36 @@ type Config struct {
 	// Clock is used for every decision (claims, status times, deadlines); nil is time.Now.
 	Clock func() time.Time
 	// StaleClaimAfter is how long another worker's claim blocks this one after that worker's
-	// last event (default 2 min). A live session renews its claim at half this period.
+	// last event. A live session renews its claim at half this period.
 	StaleClaimAfter time.Duration
-	// MaxSessions bounds the company sessions this worker drives at once (default 64);
-	// HandleBatch and sweeps wait for a free slot.
+	// MaxSessions bounds the company sessions this worker drives at once; HandleBatch and
+	// sweeps wait for a free slot.
 	MaxSessions int
-	// PollInterval is the wait between polls of a company login (default 1 s).
+	// PollInterval is the wait between polls of a company login.
 	PollInterval time.Duration
-	// SweepInterval is the period of the non-final sweep (default 15 s).
+	// SweepInterval is the period of the non-final sweep.
 	SweepInterval time.Duration
-	// SweepLimit caps the collections one sweep looks at (default 1000).
+	// SweepLimit caps the collections one sweep looks at.
 	SweepLimit int
-	// MaxSessionDuration ends a collection that has not finished this long after it started
-	// (default 10 min). It is measured from the collection.started event, so it holds across
+	// MaxSessionDuration ends a collection that has not finished this long after it started.
+	// It is measured from the collection.started event, so it holds across
 	// restarts: a collection resumed after its deadline ends at once. It is a backstop; the
 	// deadlines below are what the user sees.
 	MaxSessionDuration time.Duration
 
 	// The user's deadlines (SANDBOX.md's SAMLA_* timeouts). Each is recorded with the status
 	// that waits (collection.Deadline), so that it survives restarts and any worker can enforce
-	// it; zero takes the default noted.
+	// it.
 	//
-	// ContactFormTimeout: CONTACT_FORM_PENDING without input turns CONTACT_FORM (default 2 min).
+	// ContactFormTimeout: CONTACT_FORM_PENDING without input turns CONTACT_FORM.
 	ContactFormTimeout time.Duration
-	// InputTimeout: COLLECTION_INPUT_PENDING without input turns COLLECTION_INPUT_TIMEOUT
-	// (default 2 min).
+	// InputTimeout: COLLECTION_INPUT_PENDING without input turns COLLECTION_INPUT_TIMEOUT.
 	InputTimeout time.Duration
 	// MethodSelectionTimeout: a two-factor method not chosen in time turns
-	// TWO_FACTOR_METHOD_SELECTION_TIMEOUT (default 1 min).
+	// TWO_FACTOR_METHOD_SELECTION_TIMEOUT.
 	MethodSelectionTimeout time.Duration
 	// EIDOrderTimeout: an electronic-ID order not signed this long after it started turns
-	// AUTHENTICATION_TIMEOUT (default 30 s). The client-side method's instructions get twice as
+	// AUTHENTICATION_TIMEOUT. The client-side method's instructions get twice as
 	// long: one period for the client to start the order on the device, one for the order.
 	EIDOrderTimeout time.Duration
 }
@@ -120,19 +134,19 @@ func New(cfg Config) *Worker {
 			*d = v
 		}
 	}
-	def(&cfg.StaleClaimAfter, 2*time.Minute)
-	def(&cfg.PollInterval, time.Second)
-	def(&cfg.SweepInterval, 15*time.Second)
-	def(&cfg.MaxSessionDuration, 10*time.Minute)
-	def(&cfg.ContactFormTimeout, 2*time.Minute)
-	def(&cfg.InputTimeout, 2*time.Minute)
-	def(&cfg.MethodSelectionTimeout, time.Minute)
-	def(&cfg.EIDOrderTimeout, 30*time.Second)
+	def(&cfg.StaleClaimAfter, DefaultStaleClaimAfter)
+	def(&cfg.PollInterval, DefaultPollInterval)
+	def(&cfg.SweepInterval, DefaultSweepInterval)
+	def(&cfg.MaxSessionDuration, DefaultMaxSessionDuration)
+	def(&cfg.ContactFormTimeout, DefaultContactFormTimeout)
+	def(&cfg.InputTimeout, DefaultInputTimeout)
+	def(&cfg.MethodSelectionTimeout, DefaultMethodSelectionTimeout)
+	def(&cfg.EIDOrderTimeout, DefaultEIDOrderTimeout)
 	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = 64
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	if cfg.SweepLimit <= 0 {
-		cfg.SweepLimit = 1000
+		cfg.SweepLimit = DefaultSweepLimit
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Worker{

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/domain/collection"
@@ -352,9 +351,9 @@ func TestUnsupportedLoginMethod(t *testing.T) {
 	t.Run("company refuses it", func(t *testing.T) {
 		e := newEnv(t, envOptions{})
 		// A stale catalog that believes the Estonian insurer takes the mock EID.
-		co, _ := catalog.Sandbox().Get("ee-demo-insurer")
+		co, _ := sandbox.Catalog().Get("ee-demo-insurer")
 		co.LoginMethods = append(co.LoginMethods, mock)
-		e.catalog = catalog.New(co)
+		e.catalog = dcompany.NewCatalog(co)
 		w := e.worker(e.config("w1"))
 		id, started := e.start("ee-demo-insurer", mock, tolvan)
 		if err := w.HandleBatch(context.Background(), []eventschema.Envelope{started}); err != nil {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/catalog"
-	"github.com/samla/samla/connectors/eid"
+	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
 	"github.com/samla/samla/query"
@@ -56,7 +56,7 @@ func newEnv(t *testing.T) *env {
 		})
 	}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: catalog.Sandbox()})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: sandbox.Catalog()})
 	e.engine = eng
 	return e
 }
@@ -204,7 +204,7 @@ func TestStatusPollComputesTheQRData(t *testing.T) {
 		EIDOrder: &query.EIDOrderView{QRStartToken: token, AutoStartToken: "auto-1", StartedAt: started},
 	}}}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: catalog.Sandbox(),
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: sandbox.Catalog(),
 		Now: func() time.Time { return now }})
 	e := &env{engine: eng}
 

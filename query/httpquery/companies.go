@@ -6,7 +6,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/catalog"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/platform/httpapi"
 )
@@ -66,7 +65,7 @@ func (h *handlers) availabilities(c *gin.Context) {
 func (h *handlers) availability(c *gin.Context) {
 	co, err := h.deps.Companies.Get(c.Param("companyId"))
 	switch {
-	case errors.Is(err, catalog.ErrUnknownCompany):
+	case errors.Is(err, company.ErrUnknownCompany):
 		httpapi.AbortProblem(c, http.StatusNotFound, CodeCompanyNotFound, "No such company.")
 		return
 	case err != nil:

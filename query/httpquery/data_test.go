@@ -11,7 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/catalog"
+	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
@@ -135,7 +135,7 @@ func newDataEnv(t *testing.T) *dataEnv {
 		RateLimit: httpapi.RateLimit{Disabled: true},
 	})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: &fakeHistory{},
-		Companies: catalog.Sandbox(), Data: e.data})
+		Companies: sandbox.Catalog(), Data: e.data})
 	e.engine = eng
 	return e
 }
@@ -357,7 +357,7 @@ func TestDataReaderFaultsAre500(t *testing.T) {
 
 func TestDataRoutesNeedTheReader(t *testing.T) {
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(dataAcmeKey): "acme"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: catalog.Sandbox()})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: sandbox.Catalog()})
 	w := httpapitest.Get(eng, "/collections/"+insID+"/insurance/data", dataAcmeKey, "")
 	if w.Code != http.StatusNotFound {
 		t.Fatalf("without Deps.Data the data routes answered %d", w.Code)

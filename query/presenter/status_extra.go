@@ -4,8 +4,8 @@ import (
 	"maps"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/query"
 )
 

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
+	"github.com/samla/samla/domain/eid"
 )
 
 // Action is what the simulated user does with an order.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
 	"github.com/samla/samla/connectors/sandbox/eidsim"
+	"github.com/samla/samla/domain/eid"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

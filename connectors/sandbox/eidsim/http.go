@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
+	"github.com/samla/samla/domain/eid"
 )
 
 // Handler serves the simulator under prefix (e.g. "/sandbox/eid"):

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samla/samla/connectors/eid"
+	"github.com/samla/samla/domain/eid"
 )
 
 // The vectors were computed outside Go, with

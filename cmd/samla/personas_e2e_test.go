@@ -1,4 +1,4 @@
-package service_test
+package main
 
 import (
 	"context"
@@ -13,13 +13,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/samla/samla/platform/config"
-	"github.com/samla/samla/platform/service"
 )
 
 // personaConfig shortens every deadline so that timeout personas end within seconds.
-func personaConfig(t testing.TB, dir string) *config.Config {
+func personaConfig(t testing.TB, dir string) *Config {
 	cfg := testConfig(t, dir)
 	cfg.ContactFormTimeout = 1500 * time.Millisecond
 	cfg.InputTimeout = 1500 * time.Millisecond
@@ -32,7 +29,7 @@ func personaConfig(t testing.TB, dir string) *config.Config {
 // TestMain stops it and removes its data dir.
 var (
 	sharedOnce sync.Once
-	sharedSvc  *service.Service
+	sharedSvc  *Service
 	sharedErr  error
 	sharedPath string
 )
@@ -66,7 +63,7 @@ func personaService(t *testing.T) apiClient {
 	t.Helper()
 	sharedOnce.Do(func() {
 		cfg := personaConfig(t, sharedDir())
-		sharedSvc, sharedErr = service.Start(context.Background(), cfg, service.AllRoles(), testLogger(t))
+		sharedSvc, sharedErr = Start(context.Background(), cfg, AllRoles(), testLogger(t))
 	})
 	if sharedErr != nil {
 		t.Fatalf("start: %v", sharedErr)

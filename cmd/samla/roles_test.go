@@ -1,4 +1,4 @@
-package service_test
+package main
 
 import (
 	"net/http"
@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/samla/samla/platform/config"
 	"github.com/samla/samla/platform/kafka"
-	"github.com/samla/samla/platform/service"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
@@ -31,7 +29,7 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 	if os.Getenv(readdbtest.EnvClickHouseDSN) != "" {
 		clickHouseDSN = readdbtest.ClickHouseDatabase(t)
 	}
-	base := func() *config.Config {
+	base := func() *Config {
 		cfg := testConfig(t, dir)
 		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
 		if clickHouseDSN != "" {
@@ -39,18 +37,18 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 		}
 		return cfg
 	}
-	var started []*service.Service
+	var started []*Service
 	defer func() {
 		for i := len(started) - 1; i >= 0; i-- {
 			stop(t, started[i])
 		}
 	}()
-	run := func(roles service.Roles, mutate func(*config.Config)) *service.Service {
+	run := func(roles Roles, mutate func(*Config)) *Service {
 		cfg := base()
 		if mutate != nil {
 			mutate(cfg)
 		}
-		svc, err := service.Start(t.Context(), cfg, roles, testLogger(t))
+		svc, err := Start(t.Context(), cfg, roles, testLogger(t))
 		if err != nil {
 			t.Fatalf("start %+v: %v", roles, err)
 		}
@@ -58,11 +56,11 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 		return svc
 	}
 	// Consumers first, so the bootstrap client's key is projected for the API roles.
-	run(service.Roles{Relay: true}, nil)
-	run(service.Roles{Project: true}, nil)
-	run(service.Roles{Connect: true}, nil)
-	command := run(service.Roles{Command: true}, nil)
-	query := run(service.Roles{Query: true}, func(c *config.Config) { c.Sandbox = false })
+	run(Roles{Relay: true}, nil)
+	run(Roles{Project: true}, nil)
+	run(Roles{Connect: true}, nil)
+	command := run(Roles{Command: true}, nil)
+	query := run(Roles{Query: true}, func(c *Config) { c.Sandbox = false })
 
 	cmd := apiClient{t: t, base: "http://" + command.HTTPAddr(), key: testAPIKey}
 	qry := apiClient{t: t, base: "http://" + query.HTTPAddr(), key: testAPIKey}

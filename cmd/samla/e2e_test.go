@@ -1,4 +1,4 @@
-package service_test
+package main
 
 import (
 	"bytes"
@@ -15,17 +15,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/samla/samla/platform/config"
-	"github.com/samla/samla/platform/service"
 )
 
 const testAPIKey = "samla_sandbox_e2e_0123456789abcdef0123456789abcdef"
 
 // testConfig is the embedded default on random loopback ports in a fresh data dir.
-func testConfig(t testing.TB, dataDir string) *config.Config {
+func testConfig(t testing.TB, dataDir string) *Config {
 	t.Helper()
-	cfg := config.Bind(pflag.NewFlagSet("test", pflag.ContinueOnError))
+	cfg := bindConfig(pflag.NewFlagSet("test", pflag.ContinueOnError))
 	cfg.DataDir = dataDir
 	cfg.HTTPAddr, cfg.OpsAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	cfg.EventStore, cfg.KafkaBrokers, cfg.ClickHouseDSN = "sqlite", "", ""
@@ -45,16 +42,16 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func start(t testing.TB, cfg *config.Config) *service.Service {
+func start(t testing.TB, cfg *Config) *Service {
 	t.Helper()
-	svc, err := service.Start(context.Background(), cfg, service.AllRoles(), testLogger(t))
+	svc, err := Start(context.Background(), cfg, AllRoles(), testLogger(t))
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	return svc
 }
 
-func stop(t testing.TB, svc *service.Service) {
+func stop(t testing.TB, svc *Service) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -228,7 +225,7 @@ func TestCollectionEndToEnd(t *testing.T) {
 	if code, body, _ := other.do("GET", "/collections/"+id+"/status", nil, nil); code != http.StatusUnauthorized {
 		t.Fatalf("unknown key = %d %s", code, body)
 	}
-	otherKey, err := service.CreateClient(context.Background(), cfg, testLogger(t), "other-tenant", "Other")
+	otherKey, err := CreateClient(context.Background(), cfg, testLogger(t), "other-tenant", "Other")
 	if err != nil {
 		t.Fatalf("create another client while running: %v", err)
 	}
@@ -289,7 +286,7 @@ func TestRestartResumesAndMatchesRebuild(t *testing.T) {
 	historyBefore := c.history(id)
 	stop(t, svc)
 
-	n, err := service.RebuildProjections(context.Background(), cfg, testLogger(t))
+	n, err := RebuildProjections(context.Background(), cfg, testLogger(t))
 	if err != nil || n == 0 {
 		t.Fatalf("rebuild: %d events, %v", n, err)
 	}

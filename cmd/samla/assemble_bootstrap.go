@@ -1,0 +1,63 @@
+// Bootstrap: the sandbox client of `samla run` and the operator's client registration.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/samla/samla/command/clients"
+	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/eventschema"
+)
+
+// bootstrap creates the sandbox client and, when the projections run in this process, waits
+// until its key authenticates, so that the printed curl works at once.
+func (s *Service) bootstrap(ctx context.Context) error {
+	svc := clients.New(repository.New(s.store, s.registry, nil), nil)
+	key, generated, err := svc.EnsureSandbox(ctx, s.cfg.DataDir, s.cfg.BootstrapAPIKey)
+	if err != nil {
+		return err
+	}
+	s.bootstrapKey, s.bootstrapGenerated = key, generated
+	if !s.roles.Project || !s.roles.Relay {
+		return nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	hash := client.HashAPIKey(key)
+	for {
+		if _, err := s.models.APIKeys.Lookup(waitCtx, hash); err == nil {
+			return nil
+		}
+		select {
+		case <-waitCtx.Done():
+			return fmt.Errorf("the sandbox client's key did not reach the read model: %w", waitCtx.Err())
+		case <-s.done:
+			return s.failErr
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// CreateClient registers a client and returns its first API key.
+func CreateClient(ctx context.Context, cfg *Config, logger *slog.Logger, id, name string) (string, error) {
+	store, err := openStore(cfg)
+	if err != nil {
+		return "", err
+	}
+	defer store.Close()
+	registry, err := eventschema.NewRegistry()
+	if err != nil {
+		return "", err
+	}
+	key, err := clients.New(repository.New(store, registry, nil), nil).Create(ctx, id, name, false)
+	if err != nil {
+		return "", err
+	}
+	logger.Info("client created", "client", id)
+	return key, nil
+}

@@ -1,0 +1,98 @@
+// The connector role: the sandbox companies, the company adapter and the worker.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/samla/samla/command/clients"
+	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/connectors/company"
+	"github.com/samla/samla/connectors/worker"
+	"github.com/samla/samla/eventschema"
+)
+
+// sandboxUserDelay is how long the sandbox's simulated user takes to act at a company (enter a
+// two-factor code).
+const sandboxUserDelay = time.Second
+
+func (s *Service) startConnector(ctx context.Context) error {
+	workerID, err := s.workerID()
+	if err != nil {
+		return err
+	}
+	baseURL := func(string) string { return "" }
+	switch {
+	case s.sandbox != nil:
+		baseURL = s.sandbox.BaseURL
+	case s.cfg.CompaniesURL != "":
+		// A standalone `samla sandbox` (or anything serving its API) elsewhere.
+		root := strings.TrimRight(s.cfg.CompaniesURL, "/")
+		baseURL = func(companyID string) string {
+			if _, err := s.catalog.Get(companyID); err != nil {
+				return "" // never call a host about a company the catalog does not know
+			}
+			return root + "/sandbox/companies/" + companyID // catalog ids are URL-safe slugs
+		}
+	}
+	companies, err := company.New(company.Config{BaseURL: baseURL, Metrics: s.metrics, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("company adapter: %w", err)
+	}
+	status := s.models.Status
+	w := worker.New(worker.Config{
+		WorkerID: workerID, Repo: repository.New(s.store, s.registry, nil), Catalog: s.catalog,
+		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
+		MaxSessions: s.cfg.MaxSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
+		// The user's deadlines; they are recorded with the statuses that wait, so a restarted
+		// or another worker enforces them.
+		ContactFormTimeout: s.cfg.ContactFormTimeout, InputTimeout: s.cfg.InputTimeout,
+		MethodSelectionTimeout: s.cfg.MethodSelectionTimeout, EIDOrderTimeout: s.cfg.EIDOrderTimeout,
+		Active: worker.ActiveCollectionsFunc(func(ctx context.Context, limit int) ([]string, error) {
+			rows, err := status.ListNonFinal(ctx, limit)
+			if err != nil {
+				return nil, err
+			}
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				ids[i] = r.CollectionID
+			}
+			return ids, nil
+		}),
+	})
+	consume := s.consume(ConnectorGroupID, []string{eventschema.Topic("collection")})
+	s.runRole(ctx, "connector consumer", func(ctx context.Context) error {
+		return consume(ctx, ConnectorGroupID, w.HandleBatch)
+	})
+	s.runRole(ctx, "connector", w.Run)
+	return nil
+}
+
+// workerID is stable across restarts so that a restarted worker resumes its own sessions at
+// once instead of waiting for its old claims to go stale.
+func (s *Service) workerID() (string, error) {
+	if s.cfg.WorkerID != "" {
+		return s.cfg.WorkerID, nil
+	}
+	path := filepath.Join(s.cfg.DataDir, "worker-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	host, _ := os.Hostname()
+	key, err := clients.GenerateAPIKey("w") // 256 random bits; only a slice is needed
+	if err != nil {
+		return "", err
+	}
+	id := "worker-" + host + "-" + key[len(key)-8:]
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return id, nil
+}

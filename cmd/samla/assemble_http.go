@@ -1,0 +1,99 @@
+// The HTTP listeners: the API (command and query routes) and the ops listener.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/command/httpcmd"
+	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/collectiondata"
+	"github.com/samla/samla/query/httpquery"
+)
+
+func (s *Service) startHTTP() error {
+	if s.roles.http() {
+		engine := httpapi.NewEngine(httpapi.Options{
+			Keys:          s.models.APIKeys,
+			IsKeyNotFound: func(err error) bool { return errors.Is(err, apikeys.ErrNotFound) },
+			Logger:        s.log, Metrics: s.metrics,
+			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
+		})
+		s.registerRoutes(engine)
+		var handler http.Handler = engine
+		if s.sandbox != nil {
+			// The sandbox's simulated user ("scan and sign", the outbox) answers beside the API,
+			// outside its API-key authentication, as the end user's phone would.
+			mux := http.NewServeMux()
+			mux.Handle("/sandbox/", s.sandbox.Handler())
+			mux.Handle("/", engine)
+			handler = mux
+		}
+		if err := s.serve("http", s.cfg.HTTPAddr, handler); err != nil {
+			return err
+		}
+	}
+	if s.cfg.OpsAddr != "" {
+		if err := s.serve("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) registerRoutes(engine *gin.Engine) {
+	if s.roles.Command {
+		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, nil), nil)
+		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections})
+	}
+	if s.roles.Query {
+		httpquery.RegisterRoutes(engine, httpquery.Deps{
+			Status: statusReader{s.models.Status}, History: historyReader{s.models.History}, Companies: s.catalog,
+			Data: collectiondata.NewQueryReader(s.models.Data),
+		})
+	}
+}
+
+func (s *Service) serve(name, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	s.servers = append(s.servers, srv)
+	s.addrs[name] = ln.Addr().String()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("server failed", "listener", name, "err", err)
+			s.fail(fmt.Errorf("%s listener: %w", name, err))
+		}
+	}()
+	s.log.Info("listening", "listener", name, "addr", ln.Addr().String())
+	return nil
+}
+
+// ready reports whether the process can serve: its read models answer and no role failed.
+func (s *Service) ready(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return s.failErr
+	default:
+	}
+	if s.models != nil {
+		if _, err := s.models.APIKeys.Lookup(ctx, "readiness-probe"); err != nil && !errors.Is(err, apikeys.ErrNotFound) {
+			return fmt.Errorf("read models: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/samla/samla/connectors/worker"
+	"github.com/samla/samla/platform/config"
+)
+
+// Config is every role's configuration. Each setting is a flag whose default comes from a
+// SAMLA_* environment variable; the defaults of the connector's settings are the worker's own.
+type Config struct {
+	DataDir          string
+	HTTPAddr         string
+	OpsAddr          string
+	BootstrapAPIKey  string
+	EventStore       string // "sqlite" or an esdb:// connection string
+	KafkaBrokers     string // empty: the embedded broker
+	ClickHouseDSN    string // empty: SQLite read models
+	Sandbox          bool
+	SandboxAddr      string
+	CompaniesURL     string
+	WorkerID         string
+	LogLevel         string
+	LogFormat        string
+	RateLimit        float64
+	RateBurst        int
+	StaleClaimAfter  time.Duration
+	MockSignDelay    time.Duration
+	ShutdownTimeout  time.Duration
+	KafkaPartitions  int
+	ConnectorSweep   time.Duration
+	CompanyPoll      time.Duration
+	MaxSessions      int
+	SandboxLatencyMS int
+	// Deadlines of SANDBOX.md: how long a collection waits for the user.
+	ContactFormTimeout     time.Duration
+	InputTimeout           time.Duration
+	MethodSelectionTimeout time.Duration
+	EIDOrderTimeout        time.Duration
+
+	// envErr lists the SAMLA_* variables that did not parse; validate reports them.
+	envErr error
+}
+
+// bindConfig registers the flags on fs with environment defaults and returns the config they
+// fill. Call validate once the flags are parsed.
+func bindConfig(fs *pflag.FlagSet) *Config {
+	return bindConfigFrom(fs, config.NewEnv())
+}
+
+func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
+	c := &Config{}
+	fs.StringVar(&c.DataDir, "data-dir", env.String("SAMLA_DATA_DIR", "./data"), "embedded event store, Kafka log and read models [SAMLA_DATA_DIR]")
+	fs.StringVar(&c.HTTPAddr, "http-addr", env.String("SAMLA_HTTP_ADDR", "127.0.0.1:8080"), "REST API listener [SAMLA_HTTP_ADDR]")
+	fs.StringVar(&c.OpsAddr, "ops-addr", env.String("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
+	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env.String("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
+	fs.StringVar(&c.EventStore, "eventstore", env.String("SAMLA_EVENTSTORE", "sqlite"), "sqlite, or an esdb:// connection string [SAMLA_EVENTSTORE]")
+	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", env.String("SAMLA_KAFKA_BROKERS", ""), "comma-separated brokers; empty runs the embedded broker [SAMLA_KAFKA_BROKERS]")
+	fs.StringVar(&c.ClickHouseDSN, "clickhouse-dsn", env.String("SAMLA_CLICKHOUSE_DSN", ""), "clickhouse://host:9000/db for ClickHouse read models; empty uses SQLite [SAMLA_CLICKHOUSE_DSN]")
+	fs.BoolVar(&c.Sandbox, "sandbox", env.Bool("SAMLA_SANDBOX", true), "start the sandbox demo companies [SAMLA_SANDBOX]")
+	fs.StringVar(&c.SandboxAddr, "sandbox-addr", env.String("SAMLA_SANDBOX_ADDR", "127.0.0.1:0"), "sandbox companies listener [SAMLA_SANDBOX_ADDR]")
+	fs.StringVar(&c.CompaniesURL, "companies-url", env.String("SAMLA_COMPANIES_URL", ""), "root URL of the company APIs a connector calls when it runs no sandbox of its own, e.g. a standalone `samla sandbox` [SAMLA_COMPANIES_URL]")
+	fs.StringVar(&c.WorkerID, "worker-id", env.String("SAMLA_WORKER_ID", ""), "connector worker identity; stable across restarts so a worker resumes its sessions (default: from the data dir or host name) [SAMLA_WORKER_ID]")
+	fs.StringVar(&c.LogLevel, "log-level", env.String("SAMLA_LOG_LEVEL", "info"), "debug, info, warn or error [SAMLA_LOG_LEVEL]")
+	fs.StringVar(&c.LogFormat, "log-format", env.String("SAMLA_LOG_FORMAT", "text"), "text or json [SAMLA_LOG_FORMAT]")
+	fs.Float64Var(&c.RateLimit, "rate-limit", env.Float("SAMLA_RATE_LIMIT", 50), "requests per second per client [SAMLA_RATE_LIMIT]")
+	fs.IntVar(&c.RateBurst, "rate-burst", env.Int("SAMLA_RATE_BURST", 100), "burst of requests per client [SAMLA_RATE_BURST]")
+	fs.DurationVar(&c.StaleClaimAfter, "stale-claim-after", env.Duration("SAMLA_STALE_CLAIM_AFTER", worker.DefaultStaleClaimAfter), "another worker may take over a collection whose worker recorded nothing for this long [SAMLA_STALE_CLAIM_AFTER]")
+	fs.DurationVar(&c.MockSignDelay, "mock-sign-delay", env.Duration("SAMLA_MOCK_SIGN_DELAY", time.Second), "how long the simulated user of the MOCK login method takes to sign [SAMLA_MOCK_SIGN_DELAY]")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.Duration("SAMLA_SHUTDOWN_TIMEOUT", 15*time.Second), "graceful shutdown limit [SAMLA_SHUTDOWN_TIMEOUT]")
+	fs.IntVar(&c.KafkaPartitions, "kafka-partitions", env.Int("SAMLA_KAFKA_PARTITIONS", 8), "partitions of each event topic when created [SAMLA_KAFKA_PARTITIONS]")
+	fs.DurationVar(&c.ConnectorSweep, "connector-sweep", env.Duration("SAMLA_CONNECTOR_SWEEP", worker.DefaultSweepInterval), "how often a connector looks for non-final collections nobody drives [SAMLA_CONNECTOR_SWEEP]")
+	fs.DurationVar(&c.CompanyPoll, "company-poll", env.Duration("SAMLA_COMPANY_POLL", worker.DefaultPollInterval), "wait between a connector's polls of a company login [SAMLA_COMPANY_POLL]")
+	fs.IntVar(&c.MaxSessions, "max-sessions", env.Int("SAMLA_MAX_SESSIONS", worker.DefaultMaxSessions), "company sessions one connector drives at once [SAMLA_MAX_SESSIONS]")
+	fs.IntVar(&c.SandboxLatencyMS, "sandbox-latency-ms", env.Int("SAMLA_SANDBOX_LATENCY_MS", 20), "upper bound of the sandbox companies' simulated latency [SAMLA_SANDBOX_LATENCY_MS]")
+	fs.DurationVar(&c.ContactFormTimeout, "contact-form-timeout", env.Duration("SAMLA_CONTACT_FORM_TIMEOUT", worker.DefaultContactFormTimeout), "CONTACT_FORM_PENDING turns CONTACT_FORM after this long without input [SAMLA_CONTACT_FORM_TIMEOUT]")
+	fs.DurationVar(&c.InputTimeout, "input-timeout", env.Duration("SAMLA_INPUT_TIMEOUT", worker.DefaultInputTimeout), "COLLECTION_INPUT_PENDING turns COLLECTION_INPUT_TIMEOUT after this long [SAMLA_INPUT_TIMEOUT]")
+	fs.DurationVar(&c.MethodSelectionTimeout, "method-selection-timeout", env.Duration("SAMLA_METHOD_SELECTION_TIMEOUT", worker.DefaultMethodSelectionTimeout), "a two-factor method not chosen in this time ends TWO_FACTOR_METHOD_SELECTION_TIMEOUT [SAMLA_METHOD_SELECTION_TIMEOUT]")
+	fs.DurationVar(&c.EIDOrderTimeout, "eid-order-timeout", env.Duration("SAMLA_EID_ORDER_TIMEOUT", worker.DefaultEIDOrderTimeout), "an electronic-ID order not signed in this time ends AUTHENTICATION_TIMEOUT [SAMLA_EID_ORDER_TIMEOUT]")
+	c.envErr = env.Err()
+	return c
+}
+
+// validate refuses a configuration that would run with settings nobody chose: SAMLA_* values
+// that did not parse, and values out of range.
+func (c *Config) validate() error {
+	var errs []error
+	if c.envErr != nil {
+		errs = append(errs, c.envErr)
+	}
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, not %s", name, d))
+		}
+	}
+	positive("stale-claim-after", c.StaleClaimAfter)
+	positive("shutdown-timeout", c.ShutdownTimeout)
+	positive("connector-sweep", c.ConnectorSweep)
+	positive("company-poll", c.CompanyPoll)
+	positive("contact-form-timeout", c.ContactFormTimeout)
+	positive("input-timeout", c.InputTimeout)
+	positive("method-selection-timeout", c.MethodSelectionTimeout)
+	positive("eid-order-timeout", c.EIDOrderTimeout)
+	if c.MockSignDelay < 0 {
+		errs = append(errs, fmt.Errorf("--mock-sign-delay must not be negative, not %s", c.MockSignDelay))
+	}
+	if c.RateLimit <= 0 || c.RateBurst < 1 {
+		errs = append(errs, fmt.Errorf("--rate-limit must be positive and --rate-burst at least 1, not %g and %d", c.RateLimit, c.RateBurst))
+	}
+	if c.KafkaPartitions < 1 || c.MaxSessions < 1 || c.SandboxLatencyMS < 0 {
+		errs = append(errs, fmt.Errorf("--kafka-partitions and --max-sessions must be at least 1 and --sandbox-latency-ms not negative, not %d, %d and %d",
+			c.KafkaPartitions, c.MaxSessions, c.SandboxLatencyMS))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
+}
+
+// Brokers splits KafkaBrokers.
+func (c *Config) Brokers() []string {
+	var out []string
+	for _, b := range strings.Split(c.KafkaBrokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}

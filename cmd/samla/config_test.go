@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A malformed SAMLA_* value stops the start with a message that names it; before, it silently
+// fell back to the default.
+func TestMalformedSettingStopsTheStart(t *testing.T) {
+	t.Setenv("SAMLA_INPUT_TIMEOUT", "two minutes")
+	t.Setenv("SAMLA_DATA_DIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs([]string{"run", "--http-addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0"})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), `SAMLA_INPUT_TIMEOUT="two minutes"`) {
+		t.Fatalf("run with a malformed SAMLA_INPUT_TIMEOUT: err = %v, want it named", err)
+	}
+	if strings.Contains(out.String(), "Samla is running") {
+		t.Fatalf("the service started anyway: %s", out.String())
+	}
+}
+
+func TestOutOfRangeSettingStopsTheStart(t *testing.T) {
+	t.Setenv("SAMLA_DATA_DIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs([]string{"run", "--rate-limit", "0"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "--rate-limit must be positive") {
+		t.Fatalf("run --rate-limit 0: err = %v", err)
+	}
+}
