@@ -10,8 +10,8 @@ import (
 
 	"github.com/samla/samla/command/clients"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/apikeys"
 )
 
 // bootstrap creates the sandbox client and, when the projections run in this process, waits
@@ -28,9 +28,9 @@ func (s *Service) bootstrap(ctx context.Context) error {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	hash := client.HashAPIKey(key)
+	keys := apikeys.NewReader(s.models.APIKeys)
 	for {
-		if _, err := s.models.APIKeys.Lookup(waitCtx, hash); err == nil {
+		if _, err := keys.Lookup(waitCtx, key); err == nil {
 			return nil
 		}
 		select {

@@ -24,9 +24,8 @@ import (
 func (s *Service) startHTTP() error {
 	if s.roles.http() {
 		engine := httpapi.NewEngine(httpapi.Options{
-			Keys:          s.models.APIKeys,
-			IsKeyNotFound: func(err error) bool { return errors.Is(err, apikeys.ErrNotFound) },
-			Logger:        s.log, Metrics: s.metrics,
+			Keys:   apikeys.NewReader(s.models.APIKeys),
+			Logger: s.log, Metrics: s.metrics,
 			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
 		})
 		s.registerRoutes(engine)
@@ -91,7 +90,7 @@ func (s *Service) ready(ctx context.Context) error {
 	default:
 	}
 	if s.models != nil {
-		if _, err := s.models.APIKeys.Lookup(ctx, "readiness-probe"); err != nil && !errors.Is(err, apikeys.ErrNotFound) {
+		if _, err := apikeys.NewReader(s.models.APIKeys).Lookup(ctx, "readiness-probe"); err != nil && !errors.Is(err, httpapi.ErrKeyNotFound) {
 			return fmt.Errorf("read models: %w", err)
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/sandbox"
-	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
@@ -47,7 +46,7 @@ func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.Collect
 	if starter == nil {
 		starter = app.NewCollectionService(sandbox.Catalog(), repo, func() time.Time { return testNow })
 	}
-	opts := httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}}
+	opts := httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}}
 	if mutate != nil {
 		mutate(&opts)
 	}

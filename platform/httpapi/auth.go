@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,19 +10,17 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/samla/samla/domain/client"
 )
 
 // HeaderAPIKey carries the client's API key.
 const HeaderAPIKey = "Authorization-token"
 
-// KeyLookup finds the client that owns an API key, by the key's hash (domain/client.HashAPIKey);
-// plain keys are never stored. It returns an error wrapping ErrKeyNotFound (or the sentinel that
-// Options.IsKeyNotFound recognises) for a key that is unknown or revoked; any other error is a
-// fault of the lookup itself.
+// KeyLookup finds the client that owns an API key. How keys are stored (the client aggregate
+// keeps only their hashes) is the lookup's business. It returns an error wrapping
+// ErrKeyNotFound for a key that is unknown or revoked; any other error is a fault of the lookup
+// itself (503).
 type KeyLookup interface {
-	Lookup(ctx context.Context, keyHash string) (clientID string, err error)
+	Lookup(ctx context.Context, apiKey string) (clientID string, err error)
 }
 
 // ErrKeyNotFound is what a KeyLookup returns (wrapped) for an unknown or revoked key.
@@ -61,21 +60,26 @@ type authEntry struct {
 	expires  time.Time
 }
 
-// authCache remembers lookups by key hash. Bad keys are cached too, briefly, so that a client
+// cacheKey is what the authentication cache is keyed by: a digest of the key, so that the
+// process does not keep a table of plain keys in memory. It is the cache's own choice and need
+// not match how the key store hashes keys.
+type cacheKey [sha256.Size]byte
+
+// authCache remembers lookups by cacheKey. Bad keys are cached too, briefly, so that a client
 // hammering with a wrong key does not turn each request into a lookup.
 type authCache struct {
 	cfg     AuthCacheConfig
 	now     func() time.Time
 	mu      sync.Mutex
-	entries map[string]authEntry
+	entries map[cacheKey]authEntry
 }
 
 func newAuthCache(cfg AuthCacheConfig, now func() time.Time) *authCache {
 	cfg = cfg.withDefaults()
-	return &authCache{cfg: cfg, now: now, entries: make(map[string]authEntry)}
+	return &authCache{cfg: cfg, now: now, entries: make(map[cacheKey]authEntry)}
 }
 
-func (a *authCache) get(hash string) (authEntry, bool) {
+func (a *authCache) get(hash cacheKey) (authEntry, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, ok := a.entries[hash]
@@ -89,7 +93,7 @@ func (a *authCache) get(hash string) (authEntry, bool) {
 	return e, true
 }
 
-func (a *authCache) put(hash, clientID string) {
+func (a *authCache) put(hash cacheKey, clientID string) {
 	ttl := a.cfg.PositiveTTL
 	if clientID == "" {
 		ttl = a.cfg.NegativeTTL
@@ -124,7 +128,7 @@ func (a *authCache) len() int {
 // isPublicRoute reports the routes that answer without client authentication.
 func isPublicRoute(route string) bool { return route == "/health" }
 
-func authenticate(keys KeyLookup, isNotFound func(error) bool, cache *authCache) gin.HandlerFunc {
+func authenticate(keys KeyLookup, cache *authCache) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if isPublicRoute(c.FullPath()) {
 			c.Next()
@@ -135,13 +139,13 @@ func authenticate(keys KeyLookup, isNotFound func(error) bool, cache *authCache)
 			unauthorized(c, "The Authorization-token header with an API key is required.")
 			return
 		}
-		hash := client.HashAPIKey(key)
+		hash := cacheKey(sha256.Sum256([]byte(key)))
 		entry, ok := cache.get(hash)
 		if !ok {
 			ctx := c.Request.Context()
-			id, err := keys.Lookup(ctx, hash)
+			id, err := keys.Lookup(ctx, key)
 			switch {
-			case err != nil && isNotFound(err):
+			case errors.Is(err, ErrKeyNotFound):
 				id = ""
 			case err != nil:
 				Logger(ctx).Error("api key lookup failed", "error", err.Error())

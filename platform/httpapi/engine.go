@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,12 +13,8 @@ import (
 
 // Options configure the engine. Keys is required; everything else has a default.
 type Options struct {
-	// Keys authenticates clients by API key hash.
+	// Keys authenticates clients by API key.
 	Keys KeyLookup
-	// IsKeyNotFound tells an unknown or revoked key (401) from a lookup fault (503) in the error
-	// Keys returned; nil means errors.Is(err, ErrKeyNotFound). It lets a read model's own
-	// not-found sentinel be used without an adapter.
-	IsKeyNotFound func(error) bool
 	// Logger receives the access log and errors; nil discards them.
 	Logger *slog.Logger
 	// Metrics records requests by route template and status; nil records nothing.
@@ -72,11 +67,7 @@ func NewEngine(opts Options) *gin.Engine {
 	_ = e.SetTrustedProxies(nil)
 
 	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware}
-	isNotFound := opts.IsKeyNotFound
-	if isNotFound == nil {
-		isNotFound = func(err error) bool { return errors.Is(err, ErrKeyNotFound) }
-	}
-	chain = append(chain, authenticate(opts.Keys, isNotFound, newAuthCache(opts.AuthCache, now)))
+	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now)))
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/platform/metrics"
 )
 
@@ -25,24 +24,24 @@ const testKey = "test-key-0123456789abcdef0123456789abcdef"
 
 // fakeKeys is an in-memory KeyLookup that counts lookups.
 type fakeKeys struct {
-	mu     sync.Mutex
-	byHash map[string]string
-	err    error
-	calls  int
+	mu    sync.Mutex
+	byKey map[string]string
+	err   error
+	calls int
 }
 
 func newFakeKeys() *fakeKeys {
-	return &fakeKeys{byHash: map[string]string{client.HashAPIKey(testKey): "acme"}}
+	return &fakeKeys{byKey: map[string]string{testKey: "acme"}}
 }
 
-func (f *fakeKeys) Lookup(_ context.Context, hash string) (string, error) {
+func (f *fakeKeys) Lookup(_ context.Context, apiKey string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if f.err != nil {
 		return "", f.err
 	}
-	id, ok := f.byHash[hash]
+	id, ok := f.byKey[apiKey]
 	if !ok {
 		return "", ErrKeyNotFound
 	}
@@ -235,37 +234,11 @@ func TestAuthLookupFailureIs503AndNotCached(t *testing.T) {
 	}
 }
 
-// otherNotFound is a read model's own not-found sentinel.
-var otherNotFound = errors.New("read model: key not found")
-
-type sentinelKeys struct{}
-
-func (sentinelKeys) Lookup(_ context.Context, hash string) (string, error) {
-	if hash == client.HashAPIKey(testKey) {
-		return "acme", nil
-	}
-	return "", otherNotFound
-}
-
-func TestIsKeyNotFoundOption(t *testing.T) {
-	env := newEnv(t, func(o *Options) {
-		o.Keys = sentinelKeys{}
-		o.IsKeyNotFound = func(err error) bool { return errors.Is(err, otherNotFound) }
-	})
-	decodeProblem(t, env.do(t, http.MethodGet, "/whoami", "", map[string]string{HeaderAPIKey: "bad"}), http.StatusUnauthorized, CodeUnauthorized)
-	if w := env.do(t, http.MethodGet, "/whoami", "", authed()); w.Code != http.StatusOK {
-		t.Fatalf("good key = %d", w.Code)
-	}
-	// Without the option the foreign sentinel is a fault, not a bad key.
-	env = newEnv(t, func(o *Options) { o.Keys = sentinelKeys{} })
-	decodeProblem(t, env.do(t, http.MethodGet, "/whoami", "", map[string]string{HeaderAPIKey: "bad"}), http.StatusServiceUnavailable, CodeServiceUnavailable)
-}
-
 func TestAuthCacheIsBounded(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := newAuthCache(AuthCacheConfig{MaxEntries: 3}, clk.now)
 	for i := 0; i < 10; i++ {
-		c.put(strings.Repeat("x", i+1), "acme")
+		c.put(cacheKey{byte(i)}, "acme")
 	}
 	if n := c.len(); n > 3 {
 		t.Fatalf("cache holds %d entries, bound 3", n)
@@ -393,7 +366,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("health while limited = %d", w.Code)
 	}
 	const otherKey = "other-key-0123456789abcdef0123456789abcdef"
-	env.keys.byHash[client.HashAPIKey(otherKey)] = "globex"
+	env.keys.byKey[otherKey] = "globex"
 	if w := env.do(t, http.MethodGet, "/whoami", "", map[string]string{HeaderAPIKey: otherKey}); w.Code != http.StatusOK {
 		t.Fatalf("another client while the first is limited = %d", w.Code)
 	}

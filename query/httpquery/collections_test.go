@@ -12,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/samla/samla/connectors/sandbox"
-	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/platform/httpapi"
@@ -55,7 +54,7 @@ func newEnv(t *testing.T) *env {
 			Payload: json.RawMessage(`{"to":"LOGIN","personal":{"personalNumber":"199001010017"}}`),
 		})
 	}
-	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme", client.HashAPIKey(globexKey): "globex"}})
+	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: sandbox.Catalog()})
 	e.engine = eng
 	return e
@@ -203,7 +202,7 @@ func TestStatusPollComputesTheQRData(t *testing.T) {
 		Message: "Scan the QR code with the EID app", QRStartSecret: secret,
 		EIDOrder: &query.EIDOrderView{QRStartToken: token, AutoStartToken: "auto-1", StartedAt: started},
 	}}}
-	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(acmeKey): "acme"}})
+	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme"}})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: sandbox.Catalog(),
 		Now: func() time.Time { return now }})
 	e := &env{engine: eng}

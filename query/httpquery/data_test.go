@@ -12,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/samla/samla/connectors/sandbox"
-	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
@@ -131,7 +130,7 @@ func newDataEnv(t *testing.T) *dataEnv {
 	e.data.views[wealthID] = w
 
 	eng := httpapi.NewEngine(httpapi.Options{
-		Keys:      httpapitest.Keys{client.HashAPIKey(dataAcmeKey): "acme", client.HashAPIKey(dataGlobexKey): "globex"},
+		Keys:      httpapitest.Keys{dataAcmeKey: "acme", dataGlobexKey: "globex"},
 		RateLimit: httpapi.RateLimit{Disabled: true},
 	})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: &fakeHistory{},
@@ -356,7 +355,7 @@ func TestDataReaderFaultsAre500(t *testing.T) {
 }
 
 func TestDataRoutesNeedTheReader(t *testing.T) {
-	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{client.HashAPIKey(dataAcmeKey): "acme"}})
+	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{dataAcmeKey: "acme"}})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: sandbox.Catalog()})
 	w := httpapitest.Get(eng, "/collections/"+insID+"/insurance/data", dataAcmeKey, "")
 	if w.Code != http.StatusNotFound {

@@ -13,12 +13,12 @@ import (
 	"github.com/samla/samla/platform/httpapi"
 )
 
-// Keys is an httpapi.KeyLookup over a map from key hash (client.HashAPIKey) to client id.
+// Keys is an httpapi.KeyLookup over a map from API key to client id.
 type Keys map[string]string
 
 // Lookup implements httpapi.KeyLookup.
-func (k Keys) Lookup(_ context.Context, hash string) (string, error) {
-	if id, ok := k[hash]; ok {
+func (k Keys) Lookup(_ context.Context, apiKey string) (string, error) {
+	if id, ok := k[apiKey]; ok {
 		return id, nil
 	}
 	return "", httpapi.ErrKeyNotFound
