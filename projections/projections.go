@@ -1,6 +1,6 @@
 // Package projections runs the read side's projectors: consumers that fold events from Kafka
-// into read models (collectionstatus, eventhistory, apikeys), each with a SQLite and a
-// ClickHouse adapter. It opens the read models as one bundle, runs each projector in its own
+// into read models (collection status, event history, API keys, collected data; readmodels.go
+// lists them), each with a SQLite and a ClickHouse adapter. It opens the read models as one bundle, runs each projector in its own
 // consumer group, and rebuilds every read model from the event store.
 //
 // Kafka stays out of this package: Run takes a ConsumeFunc, which the caller adapts from

@@ -74,7 +74,7 @@ func (s *Service) serve(name, addr string, h http.Handler) error {
 	s.addrs[name] = ln.Addr().String()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("server failed", "listener", name, "err", err)
+			s.log.Error("server failed", "listener", name, "error", err)
 			s.fail(fmt.Errorf("%s listener: %w", name, err))
 		}
 	}()

@@ -27,7 +27,7 @@ func main() {
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "samla",
-		Short:         "Collects insurance, pension and wealth data; sends cancellations for e-signing",
+		Short:         "Collects insurance, pension and wealth data for end users from insurers, pension providers and banks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

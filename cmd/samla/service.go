@@ -169,7 +169,7 @@ func (s *Service) runRole(ctx context.Context, name string, run func(context.Con
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		s.log.Error("role failed", "role", name, "err", err)
+		s.log.Error("role failed", "role", name, "error", err)
 		s.fail(fmt.Errorf("%s: %w", name, err))
 	}()
 }

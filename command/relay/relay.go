@@ -122,7 +122,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		kw := kafka.NewWriter(r.cfg.Brokers)
 		defer func() {
 			if err := kw.Close(); err != nil {
-				r.log.Warn("close kafka writer", "err", err)
+				r.log.Warn("close kafka writer", "error", err)
 			}
 		}()
 		w = kw
@@ -149,7 +149,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		wait := kafka.Backoff(attempt)
-		r.log.Error("event store subscription ended, resubscribing", "after", acked, "retryIn", wait, "err", err)
+		r.log.Error("event store subscription ended, resubscribing", "after", acked, "retry_in", wait, "error", err)
 		if !kafka.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
@@ -347,7 +347,7 @@ func (r *Relay) retry(ctx context.Context, what string, op func() error, logArgs
 			return ctx.Err()
 		}
 		wait := kafka.Backoff(attempt)
-		r.log.Error(what+" failed, retrying", append(logArgs, "attempt", attempt, "retryIn", wait, "err", err)...)
+		r.log.Error(what+" failed, retrying", append(logArgs, "attempt", attempt, "retry_in", wait, "error", err)...)
 		if !kafka.Sleep(ctx, wait) {
 			return ctx.Err()
 		}

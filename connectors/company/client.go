@@ -133,11 +133,11 @@ func (c *Client) send(ctx context.Context, companyID, reference, op, method, pat
 			lastErr = fmt.Errorf("HTTP %d (%s)", resp.status, resp.code())
 		}
 		if attempt >= c.cfg.MaxAttempts {
-			c.log.Warn("company request failed", "company", companyID, "collection", reference, "op", op, "attempts", attempt, "err", lastErr)
+			c.log.Warn("company request failed", "company", companyID, "collection", reference, "op", op, "attempts", attempt, "error", lastErr)
 			return response{}, fmt.Errorf("%s at %s failed after %d attempts: %w: %w", op, companyID, attempt, worker.ErrCompanyFailed, lastErr)
 		}
 		wait := c.backoff(attempt, retryAfter)
-		c.log.Debug("company request retried", "company", companyID, "collection", reference, "op", op, "attempt", attempt, "wait", wait, "err", lastErr)
+		c.log.Debug("company request retried", "company", companyID, "collection", reference, "op", op, "attempt", attempt, "retry_in", wait, "error", lastErr)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -100,7 +100,7 @@ func (s *Sandbox) getProduct(w http.ResponseWriter, r *http.Request) {
 		}
 		var b bytes.Buffer
 		if err := writeCareerStatement(&b, o, now); err != nil {
-			s.opts.logger.Error("career statement not written", "err", err)
+			s.opts.logger.Error("career statement not written", "error", err)
 			writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "Something went wrong on our side.")
 			return
 		}

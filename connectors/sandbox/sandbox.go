@@ -260,7 +260,7 @@ func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	go func() {
 		defer close(s.serveDone)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.opts.logger.Error("sandbox server stopped", "err", err)
+			s.opts.logger.Error("sandbox server stopped", "error", err)
 		}
 	}()
 	go func() {

@@ -81,13 +81,13 @@ func (w *Worker) runSession(id, causation string) {
 	case errors.Is(err, errDropped):
 		s.log.Debug("collection is another worker's; left alone")
 	case errors.As(err, &se):
-		s.log.Warn("event store unavailable; session left for a later sweep", "err", err)
+		s.log.Warn("event store unavailable; session left for a later sweep", "error", err)
 	default:
 		// Nothing outside can fix this session: end the collection rather than leave the
 		// client polling until the deadline.
-		s.log.Error("session failed", "err", err)
+		s.log.Error("session failed", "error", err)
 		if ferr := s.finish(w.ctx, collection.StatusFailed, nil); ferr != nil && !errors.Is(ferr, errEnded) && !errors.Is(ferr, errDropped) {
-			s.log.Error("recording FAILED failed", "err", ferr)
+			s.log.Error("recording FAILED failed", "error", ferr)
 		}
 	}
 }
@@ -533,7 +533,7 @@ func (s *session) endCompanySession(ctx context.Context, companyID string, cs *C
 	ctx, cancel := context.WithTimeout(ctx, endSessionWait)
 	defer cancel()
 	if err := s.w.cfg.Companies.EndSession(ctx, companyID, *cs); err != nil {
-		s.log.Debug("logging out at the company failed", "err", err)
+		s.log.Debug("logging out at the company failed", "error", err)
 	}
 }
 

@@ -275,12 +275,12 @@ func (w *Worker) sweep(ctx context.Context) {
 	ids, err := w.cfg.Active.ListNonFinal(ctx, w.cfg.SweepLimit)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.Warn("listing non-final collections failed; next sweep retries", "err", err)
+			w.log.Warn("listing non-final collections failed; next sweep retries", "error", err)
 		}
 		return
 	}
 	if err := w.Resume(ctx, ids); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
-		w.log.Warn("sweep could not resume every collection", "err", err)
+		w.log.Warn("sweep could not resume every collection", "error", err)
 	}
 }
 

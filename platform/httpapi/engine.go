@@ -85,8 +85,7 @@ func NewEngine(opts Options) *gin.Engine {
 	return e
 }
 
-// Health answers the liveness probe of clients and load balancers (API.md: on the API and the
-// mutual-TLS listeners), without authentication.
+// Health answers the liveness probe of clients and load balancers, without authentication.
 func Health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "healthy"})
 }

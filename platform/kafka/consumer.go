@@ -111,7 +111,7 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 	})
 	defer func() {
 		if err := reader.Close(); err != nil {
-			logger.Warn("close kafka reader", "err", err)
+			logger.Warn("close kafka reader", "error", err)
 		}
 	}()
 
@@ -143,7 +143,7 @@ func (c *consumer) run(ctx context.Context) error {
 				info.Skipped++
 				// Never log the value: it may carry personal data.
 				c.logger.Error("skipping undecodable kafka message", "topic", m.Topic,
-					"partition", m.Partition, "offset", m.Offset, "err", derr)
+					"partition", m.Partition, "offset", m.Offset, "error", derr)
 				continue
 			}
 			events = append(events, e)
@@ -182,7 +182,7 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 			// The reader retries connections itself; what surfaces here is worth a log
 			// line and a pause, not giving up the group.
 			fetchErrs++
-			c.logger.Warn("kafka fetch failed", "err", err)
+			c.logger.Warn("kafka fetch failed", "error", err)
 			if !Sleep(ctx, Backoff(fetchErrs)) {
 				return nil, ctx.Err()
 			}
@@ -204,7 +204,7 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 				return nil, ctx.Err()
 			}
 			if !errors.Is(err, context.DeadlineExceeded) {
-				c.logger.Warn("kafka fetch failed", "err", err)
+				c.logger.Warn("kafka fetch failed", "error", err)
 			}
 			break // the window is over; handle what there is
 		}
@@ -224,7 +224,7 @@ func (c *consumer) handleWithRetry(ctx context.Context, events []eventschema.Env
 		}
 		wait := Backoff(attempt)
 		c.logger.Error("handling batch failed, retrying the same batch", "events", len(events),
-			"attempt", attempt, "retryIn", wait, "err", err)
+			"attempt", attempt, "retry_in", wait, "error", err)
 		if !Sleep(ctx, wait) {
 			return attempt, ctx.Err()
 		}
@@ -247,7 +247,7 @@ func (c *consumer) commit(ctx context.Context, msgs []kafkago.Message) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		c.logger.Warn("committing offsets failed", "messages", len(msgs), "attempt", attempt, "err", err)
+		c.logger.Warn("committing offsets failed", "messages", len(msgs), "attempt", attempt, "error", err)
 		if !Sleep(ctx, Backoff(attempt)) {
 			return false
 		}

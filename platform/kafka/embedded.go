@@ -133,7 +133,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		e.Close()
 		return nil, err
 	}
-	logger.Info("embedded kafka started", "brokers", e.brokers, "dataDir", dataDir)
+	logger.Info("embedded kafka started", "brokers", e.brokers, "data_dir", dataDir)
 	return e, nil
 }
 
