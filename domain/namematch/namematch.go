@@ -16,6 +16,11 @@ import (
 // of parts differs, the names are the same if one set of parts is a subset of the other; a part
 // spelled differently makes them different. An empty name matches nothing.
 //
+// Diacritics are every mark and every letter of a Latin alphabet beyond a–z (see fold), so a
+// part that differs only in them is the same part: Åsa = Asa, Søren = Soren. What stays a
+// spelling difference is a letter added, dropped or replaced by another, even by a common
+// transliteration: Tolvanson ≠ Tolvansson, Müller ≠ Mueller (ü folds to u, not ue).
+//
 // "Hyphens ignored" can mean the hyphen vanishes (Anna-Karin = AnnaKarin) or separates
 // (Anna-Karin = Anna Karin); registers write double names both ways, so both readings count.
 func Same(a, b string) bool {
@@ -31,15 +36,46 @@ func Same(a, b string) bool {
 	return false
 }
 
+// foldDiacritics removes the accents that Unicode writes as a base letter plus a combining mark
+// (å, ä, ö, é, ñ, the Polish ę and ś, the Icelandic ó …): decompose, drop the marks, compose
+// what is left.
 var foldDiacritics = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+
+// foldLetters maps the letters that Unicode does not decompose, so that foldDiacritics leaves
+// them alone, to the Latin letters a register without them writes instead (the replacements
+// of CLDR's Latin-ASCII transliteration, which is what such registers follow). Names are
+// lower-cased before folding, so the upper-case letters (Ø, Æ, ẞ, Ł …) need no entries of their
+// own. Ligatures and ß become two letters, as they are spelled out: Ærø = Aero, Straße =
+// Strasse, Œuvray = Oeuvray, Þórunn = Thorunn.
+var foldLetters = strings.NewReplacer(
+	"ø", "o", // Danish, Norwegian, Faroese
+	"æ", "ae", // Danish, Norwegian, Icelandic, Faroese
+	"œ", "oe", // French
+	"ß", "ss", // German
+	"ł", "l", // Polish
+	"đ", "d", // Croatian, Serbian, Vietnamese
+	"ð", "d", // Icelandic, Faroese
+	"þ", "th", // Icelandic
+	"ı", "i", // Turkish dotless i (its capital is I, so it meets a plain i either way)
+	"ħ", "h", // Maltese
+	"ŧ", "t", // Northern Sami
+	"ŋ", "ng", // Northern Sami
+	"ŀ", "l", // Catalan l·l written with the middle-dot letter
+	"ĳ", "ij", // Dutch
+)
+
+// fold lower-cases a name and removes every diacritic, so that only its spelling is left.
+func fold(name string) string {
+	folded := foldLetters.Replace(strings.ToLower(name))
+	if stripped, _, err := transform.String(foldDiacritics, folded); err == nil {
+		folded = stripped
+	}
+	return folded
+}
 
 // parts splits a name into its normalised parts, as a set.
 func parts(name string, hyphenSeparates bool) map[string]bool {
-	folded, _, err := transform.String(foldDiacritics, name)
-	if err != nil {
-		folded = name
-	}
-	folded = strings.ToLower(folded)
+	folded := fold(name)
 	hyphen := ""
 	if hyphenSeparates {
 		hyphen = " "
