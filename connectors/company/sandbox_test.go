@@ -295,7 +295,7 @@ func TestProductsThroughTheAdapter(t *testing.T) {
 
 	pension := fetchAll("se-demo-pension", "191212121212")
 	ps := pension[worker.ProductPensions].Pensions
-	if len(ps) != 6 {
+	if len(ps) != 7 {
 		t.Fatalf("pensions %+v", ps)
 	}
 	for _, p := range ps {

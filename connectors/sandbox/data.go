@@ -214,7 +214,7 @@ func groupInsurancesOf(o owner, now time.Time) []insurance {
 	}}
 }
 
-// pensionsOf: the rich persona's P1–P6 are SANDBOX.md's table exactly: the company supplies
+// pensionsOf: the rich persona's P1–P7 are SANDBOX.md's table exactly: the company supplies
 // otherInsuredPerson only for P6 (true), and the insured person's name is written as listed.
 func pensionsOf(o owner) []pension {
 	switch o.persona.data {
@@ -237,6 +237,9 @@ func pensionsOf(o owner) []pension {
 			// The company knows this policy is held under a power of attorney.
 			{ID: "P6", Name: ptr("Kapitalpension (fullmakt)"), PensionType: "PRIVATE", PolicyNumber: ptr("PP-600-1212"),
 				InsuredPersonName: ptr("Tolvan Tolvansson"), OtherInsuredPerson: ptr(true), Value: sekp(51000)},
+			// Moved over from a Norwegian insurer, whose register wrote the name in capitals and with ø.
+			{ID: "P7", Name: ptr("Pensjonskonto"), PensionType: "PRIVATE", PolicyNumber: ptr("PK-700-1212"),
+				InsuredPersonName: ptr("TØLVAN TOLVANSSØN"), Value: sekp(12750)},
 		}
 	}
 	s := o.suffix()

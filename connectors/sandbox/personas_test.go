@@ -447,11 +447,11 @@ func TestDataSets(t *testing.T) {
 		s.expect(1100*time.Millisecond, "AUTHENTICATED", "") // fr's enrollment check takes 100 ms
 		return s
 	}
-	t.Run("pensions P1-P6 of 191212121212", func(t *testing.T) {
+	t.Run("pensions P1-P7 of 191212121212", func(t *testing.T) {
 		s := signedIn(t, "se-demo-pension", "191212121212")
 		a := s.data("pensions")
 		want := map[string]string{"P1": "Tolvan Tolvansson", "P2": "TOLVANSSON, TOLVAN", "P3": "Tolvan Karl Tolvansson",
-			"P4": "Tolvan Tolvanson", "P5": "Elin Tolvansson", "P6": "Tolvan Tolvansson"}
+			"P4": "Tolvan Tolvanson", "P5": "Elin Tolvansson", "P6": "Tolvan Tolvansson", "P7": "TØLVAN TOLVANSSØN"}
 		got := map[string]map[string]any{}
 		for _, p := range a.body["pensions"].([]any) {
 			m := p.(map[string]any)

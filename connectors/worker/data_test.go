@@ -218,11 +218,11 @@ func TestWealth(t *testing.T) {
 		return out
 	}
 
-	t.Run("pensions P1-P6 against the account owner's name", func(t *testing.T) {
+	t.Run("pensions P1-P7 against the account owner's name", func(t *testing.T) {
 		c := run(pensionCo, tolvan, "Tolvan Tolvansson")
 		got := other(t, c)
 		want := map[string]*bool{"P1": ptrBool(false), "P2": ptrBool(false), "P3": ptrBool(false),
-			"P4": ptrBool(true), "P5": ptrBool(true), "P6": ptrBool(true)}
+			"P4": ptrBool(true), "P5": ptrBool(true), "P6": ptrBool(true), "P7": ptrBool(false)}
 		for id, v := range want {
 			if got[id] == nil || *got[id] != *v {
 				t.Errorf("%s otherInsuredPerson %v, want %v", id, got[id], *v)
@@ -237,9 +237,9 @@ func TestWealth(t *testing.T) {
 			t.Errorf("%d wealth events, want one with everything", len(c.Wealth()))
 		}
 	})
-	t.Run("pensions P1-P6 without a name", func(t *testing.T) {
+	t.Run("pensions P1-P7 without a name", func(t *testing.T) {
 		got := other(t, run(pensionCo, tolvan, ""))
-		for _, id := range []string{"P1", "P2", "P3", "P4", "P5"} {
+		for _, id := range []string{"P1", "P2", "P3", "P4", "P5", "P7"} {
 			if got[id] != nil {
 				t.Errorf("%s otherInsuredPerson %v, want absent", id, *got[id])
 			}
