@@ -18,6 +18,7 @@ import (
 
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/kafka"
+	"github.com/samla/samla/platform/retry"
 )
 
 // Store is the part of the event store the relay reads: the catch-up-then-live subscription
@@ -148,10 +149,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := kafka.Backoff(attempt)
+		wait := kafka.RetryBackoff.Delay(attempt)
 		r.log.Error("event store subscription ended, resubscribing", "after", acked, "retry_in", wait, "error", err)
-		if !kafka.Sleep(ctx, wait) {
-			return ctx.Err()
+		if err := retry.Sleep(ctx, wait); err != nil {
+			return err
 		}
 	}
 }
@@ -346,10 +347,10 @@ func (r *Relay) retry(ctx context.Context, what string, op func() error, logArgs
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := kafka.Backoff(attempt)
+		wait := kafka.RetryBackoff.Delay(attempt)
 		r.log.Error(what+" failed, retrying", append(logArgs, "attempt", attempt, "retry_in", wait, "error", err)...)
-		if !kafka.Sleep(ctx, wait) {
-			return ctx.Err()
+		if err := retry.Sleep(ctx, wait); err != nil {
+			return err
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/metrics"
+	"github.com/samla/samla/platform/retry"
 )
 
 // Config configures a Client. Zero values take the defaults noted.
@@ -136,14 +136,10 @@ func (c *Client) send(ctx context.Context, companyID, reference, op, method, pat
 			c.log.Warn("company request failed", "company", companyID, "collection", reference, "op", op, "attempts", attempt, "error", lastErr)
 			return response{}, fmt.Errorf("%s at %s failed after %d attempts: %w: %w", op, companyID, attempt, worker.ErrCompanyFailed, lastErr)
 		}
-		wait := c.backoff(attempt, retryAfter)
+		wait := c.backoff().DelayAtLeast(attempt, retryAfter)
 		c.log.Debug("company request retried", "company", companyID, "collection", reference, "op", op, "attempt", attempt, "retry_in", wait, "error", lastErr)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return response{}, fmt.Errorf("%s at %s: %w", op, companyID, ctx.Err())
-		case <-t.C:
+		if err := retry.Sleep(ctx, wait); err != nil {
+			return response{}, fmt.Errorf("%s at %s: %w", op, companyID, err)
 		}
 	}
 }
@@ -191,18 +187,10 @@ func (c *Client) observe(companyID, outcome string, start time.Time) {
 	}
 }
 
-// backoff is exponential with jitter in [d/2, d], so that workers retrying the same company do
-// not hit it in lockstep; a Retry-After the company sends is honoured up to BackoffMax.
-func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	d := c.cfg.BackoffBase << min(attempt-1, 20)
-	if d <= 0 || d > c.cfg.BackoffMax {
-		d = c.cfg.BackoffMax
-	}
-	d = d/2 + rand.N(d/2+1)
-	if retryAfter > d {
-		d = min(retryAfter, c.cfg.BackoffMax)
-	}
-	return d
+// backoff is exponential with jitter, so that workers retrying the same company do not hit it
+// in lockstep; send raises a wait to the company's Retry-After, up to BackoffMax.
+func (c *Client) backoff() retry.Backoff {
+	return retry.Backoff{Base: c.cfg.BackoffBase, Max: c.cfg.BackoffMax, Jitter: true}
 }
 
 // finalServerError are 5xx answers that say trying again will not help: planned maintenance

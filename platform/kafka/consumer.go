@@ -11,6 +11,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/retry"
 )
 
 // ConsumerConfig configures Consume.
@@ -53,13 +54,16 @@ const (
 	// fetchMaxWait is the broker-side long-poll of each partition fetch. The broker answers
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
 	// how often an idle partition is polled.
-	fetchMaxWait = 250 * time.Millisecond
-	// retryBackoffMin/Max bound the wait between attempts (see Backoff).
-	retryBackoffMin = 50 * time.Millisecond
-	retryBackoffMax = 5 * time.Second
-	commitAttempts  = 5
-	commitTimeout   = 5 * time.Second
+	fetchMaxWait   = 250 * time.Millisecond
+	commitAttempts = 5
+	commitTimeout  = 5 * time.Second
 )
+
+// RetryBackoff is the schedule of everything that retries Kafka or a handler of its messages
+// (50 ms doubling up to 5 s): the consumer here and the relay. It is a single caller's retry
+// against its own infrastructure, so it has no jitter (see retry.Backoff). Treat it as a
+// constant.
+var RetryBackoff = retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
 
 // Consume reads the topics as a member of the consumer group and hands decoded envelopes to
 // handle in batches. A batch's offsets are committed only after handle returned nil; when
@@ -183,8 +187,8 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 			// line and a pause, not giving up the group.
 			fetchErrs++
 			c.logger.Warn("kafka fetch failed", "error", err)
-			if !Sleep(ctx, Backoff(fetchErrs)) {
-				return nil, ctx.Err()
+			if err := retry.Sleep(ctx, RetryBackoff.Delay(fetchErrs)); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -222,11 +226,11 @@ func (c *consumer) handleWithRetry(ctx context.Context, events []eventschema.Env
 		if ctx.Err() != nil {
 			return attempt, ctx.Err()
 		}
-		wait := Backoff(attempt)
+		wait := RetryBackoff.Delay(attempt)
 		c.logger.Error("handling batch failed, retrying the same batch", "events", len(events),
 			"attempt", attempt, "retry_in", wait, "error", err)
-		if !Sleep(ctx, wait) {
-			return attempt, ctx.Err()
+		if err := retry.Sleep(ctx, wait); err != nil {
+			return attempt, err
 		}
 	}
 }
@@ -248,32 +252,10 @@ func (c *consumer) commit(ctx context.Context, msgs []kafkago.Message) bool {
 			return false
 		}
 		c.logger.Warn("committing offsets failed", "messages", len(msgs), "attempt", attempt, "error", err)
-		if !Sleep(ctx, Backoff(attempt)) {
+		if retry.Sleep(ctx, RetryBackoff.Delay(attempt)) != nil {
 			return false
 		}
 	}
 	c.logger.Error("giving up committing offsets; the batch will be delivered again", "messages", len(msgs))
 	return false
-}
-
-// Backoff is the capped exponential delay (50 ms doubling up to 5 s) before retry number
-// attempt (1-based), shared by everything here that retries Kafka or a handler.
-func Backoff(attempt int) time.Duration {
-	d := retryBackoffMin
-	for i := 1; i < attempt && d < retryBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, retryBackoffMax)
-}
-
-// Sleep waits d or until ctx ends, and reports whether the wait completed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
