@@ -103,6 +103,7 @@ func TestEveryPersonaThroughTheAdapter(t *testing.T) {
 		{"199001010181", []worker.LoginState{pending, worker.LoginTwoFactorMethodSelection}, ""},
 		{"199001010199", []worker.LoginState{pending, twoFactor, failed}, collection.StatusIncorrectTwoFactorCode},
 		{"199001010207", []worker.LoginState{user, failed}, collection.StatusContactForm},
+		{"199001010215", []worker.LoginState{pending, worker.LoginContactFormRequired, auth}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.pn, func(t *testing.T) {
@@ -423,6 +424,35 @@ func TestInputsRejected(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "nope") {
 		t.Error("the rejected value must not be echoed into errors (and so logs)")
+	}
+}
+
+// TestContactFormAsksForEmailAlone: the kinds a contact form asks for are the company's, here
+// the e-mail address alone, and that alone completes it.
+func TestContactFormAsksForEmailAlone(t *testing.T) {
+	sb := startSandbox(t, quick()...)
+	f := newClient(t, sb.BaseURL, nil)
+	ctx := context.Background()
+	s, err := f.client.StartLogin(ctx, "se-demo-insurer", worker.LoginRequest{PersonalNumber: "199001010215", LoginMethod: mock, Reference: "c-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.State != worker.LoginContactFormRequired {
+		if s.State == worker.LoginAuthenticated || s.State == worker.LoginFailed || time.Now().After(deadline) {
+			t.Fatalf("no contact form: %+v", s)
+		}
+		time.Sleep(3 * time.Millisecond)
+		if s, err = f.client.PollLogin(ctx, "se-demo-insurer", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(s.RequiredInputTypes, []string{"EMAIL"}) {
+		t.Fatalf("required %v, want the e-mail address alone", s.RequiredInputTypes)
+	}
+	s, err = f.client.SubmitInputs(ctx, "se-demo-insurer", s, []collection.Input{{Type: "EMAIL", Value: "epost@example.se"}})
+	if err != nil || s.State != worker.LoginAuthenticated {
+		t.Fatalf("the e-mail address alone: %+v %v", s, err)
 	}
 }
 

@@ -20,7 +20,7 @@ const (
 	flowWrongCode
 	// flowMethodSelection: the company asks the user to pick a two-factor method; they never do.
 	flowMethodSelection
-	// flowContactForm: the company asks for contact details (EMAIL, MOBILE_PHONE_NUMBER) first.
+	// flowContactForm: the company asks for the persona's contactDetails first.
 	flowContactForm
 	// flowInput: the company asks for more input (EMAIL) first.
 	flowInput
@@ -76,7 +76,10 @@ type persona struct {
 	collectionFails bool
 	// partial makes one data product of each company time out.
 	partial bool
-	data    dataSet
+	// contactDetails are the input kinds the contact form of flowContactForm asks for: both
+	// kinds, or the e-mail address alone, as companies differ in what they keep.
+	contactDetails []string
+	data           dataSet
 }
 
 func (p *persona) name() string { return p.givenName + " " + p.surname }
@@ -95,7 +98,8 @@ func newPersonaTable() personaTable {
 		{personalNumber: "199001010033", givenName: "Tom", surname: "Tomsson", data: dataNone},
 		{personalNumber: "199001010041", givenName: "Fel", surname: "Felsson", flow: flowRefused, failureReason: reasonInvalidCredentials},
 		{personalNumber: "199001010058", givenName: "Kod", surname: "Kodsson", flow: flowTwoFactor},
-		{personalNumber: "199001010066", givenName: "Kontakta", surname: "Kontaktsson", flow: flowContactForm},
+		{personalNumber: "199001010066", givenName: "Kontakta", surname: "Kontaktsson", flow: flowContactForm,
+			contactDetails: []string{inputEmail, inputPhone}},
 		{personalNumber: "199001010074", givenName: "Inmatning", surname: "Inmatningsson", flow: flowInput},
 		{personalNumber: "199001010082", givenName: "Annan", surname: "Andersson", signsAs: defaultPersonalNumber},
 		{personalNumber: "199001010090", givenName: "Ångra", surname: "Ångrasson", eidAction: eidsim.CancelInApp},
@@ -110,11 +114,16 @@ func newPersonaTable() personaTable {
 		{personalNumber: "199001010181", givenName: "Välj", surname: "Väljsson", flow: flowMethodSelection},
 		{personalNumber: "199001010199", givenName: "Felkod", surname: "Felkodsson", flow: flowWrongCode},
 		{personalNumber: "199001010207", givenName: "Formulär", surname: "Formulärsson", failureReason: reasonContactDetailsRequired},
+		{personalNumber: "199001010215", givenName: "Epost", surname: "Epostsson", flow: flowContactForm,
+			contactDetails: []string{inputEmail}},
 	}
 	t := make(personaTable, len(rows))
 	for _, p := range rows {
 		if _, dup := t[p.personalNumber]; dup {
 			panic(fmt.Sprintf("sandbox persona %s listed twice", p.personalNumber))
+		}
+		if p.flow == flowContactForm && len(p.contactDetails) == 0 {
+			panic(fmt.Sprintf("sandbox persona %s has a contact form that asks for nothing", p.personalNumber))
 		}
 		t[p.personalNumber] = p
 	}

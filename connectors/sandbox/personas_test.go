@@ -117,6 +117,7 @@ func TestEveryPersonaWithTheMockEID(t *testing.T) {
 		"199001010181": {{0, "LOGIN", ""}, {100 * time.Millisecond, "TWO_FACTOR_METHOD_SELECTION", ""}, {20 * time.Minute, "TWO_FACTOR_METHOD_SELECTION", ""}},
 		"199001010199": {{0, "LOGIN", ""}, {100 * time.Millisecond, "TWO_FACTOR_PENDING", ""}, {2 * time.Second, "FAILED", "INCORRECT_TWO_FACTOR_CODE"}},
 		"199001010207": refused("CONTACT_DETAILS_REQUIRED"),
+		"199001010215": {{0, "LOGIN", ""}, {100 * time.Millisecond, "CONTACT_FORM_REQUIRED", ""}, {20 * time.Minute, "CONTACT_FORM_REQUIRED", ""}},
 		"198507099805": signed, // any other number behaves like 199001010017
 	}
 	for pn, steps := range cases {
@@ -192,6 +193,24 @@ func TestContactFormAndInput(t *testing.T) {
 	if a := call(t, "POST", s.url+"/inputs", map[string]any{"inputs": []map[string]string{}}, nil); a.status != 409 || a.body["code"] != "NOT_AWAITING_INPUT" {
 		t.Fatalf("%d %v", a.status, a.body)
 	}
+
+	t.Run("a contact form that asks for the e-mail address alone", func(t *testing.T) {
+		s := open(t, sb, clock, "se-demo-insurer", withRef("199001010215", mock, "c4"))
+		b := s.expect(100*time.Millisecond, "CONTACT_FORM_REQUIRED", "")
+		if got, _ := b["requiredInputs"].([]any); len(got) != 1 || got[0] != "EMAIL" {
+			t.Fatalf("required %v", b["requiredInputs"])
+		}
+		a := call(t, "POST", s.url+"/inputs", map[string]any{"inputs": []map[string]string{
+			{"type": "MOBILE_PHONE_NUMBER", "value": "46701234567"}}}, nil)
+		if a.status != 400 || a.body["code"] != "INVALID_INPUT" {
+			t.Fatalf("a phone number instead of the e-mail address: %d %v", a.status, a.body)
+		}
+		a = call(t, "POST", s.url+"/inputs", map[string]any{"inputs": []map[string]string{
+			{"type": "EMAIL", "value": "epost@example.se"}}}, nil)
+		if a.status != 200 || a.body["state"] != "AUTHENTICATED" {
+			t.Fatalf("the e-mail address alone: %d %v", a.status, a.body)
+		}
+	})
 
 	in := open(t, sb, clock, "se-demo-insurer", withRef("199001010074", mock, "c2"))
 	b = in.expect(100*time.Millisecond, "INPUT_REQUIRED", "")

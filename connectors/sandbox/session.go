@@ -303,7 +303,7 @@ func reasonOfHint(hint string) string {
 func (ls *loginSession) requiredInputs() []string {
 	switch ls.state {
 	case stateContactForm:
-		return []string{inputEmail, inputPhone}
+		return ls.persona.contactDetails
 	case stateInputRequired:
 		return []string{inputEmail}
 	}
