@@ -45,6 +45,11 @@ func (s *Service) bootstrap(ctx context.Context) error {
 
 // CreateClient registers a client and returns its first API key.
 func CreateClient(ctx context.Context, cfg *Config, logger *slog.Logger, id, name string) (string, error) {
+	release, err := lockDataDir(cfg, useBeside)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = release() }()
 	store, err := openStore(cfg)
 	if err != nil {
 		return "", err

@@ -95,6 +95,13 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	// Held until the stores are closed (the first closer runs last), so that no rebuild empties
+	// the read models under the roles.
+	releaseDataDir, err := lockDataDir(cfg, useBeside)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, releaseDataDir)
 	if roles.Command || roles.Relay || roles.Connect {
 		store, err := openStore(cfg)
 		if err != nil {
