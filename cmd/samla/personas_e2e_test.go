@@ -201,6 +201,26 @@ var personaCases = []personaCase{
 				c.t.Fatalf("input = %d %s", code, raw)
 			}
 		}},
+	// The contact form that asks for the e-mail address alone: a mobile number it did not ask
+	// for is refused, the e-mail address alone completes it.
+	{pn: "199001010215", final: "COMPLETED", via: []string{"LOGIN", "CONTACT_FORM_PENDING", "COLLECTING"},
+		act: func(c apiClient, id string) {
+			s := c.waitStatus(id, 10*time.Second, is("CONTACT_FORM_PENDING"))
+			if types, _ := s.ExtraInformation["REQUIRED_INPUT_TYPES"].([]any); len(types) != 1 || types[0] != "EMAIL" {
+				c.t.Fatalf("REQUIRED_INPUT_TYPES = %v", s.ExtraInformation)
+			}
+			email := map[string]string{"type": "EMAIL", "value": "epost@example.se"}
+			phone := map[string]string{"type": "MOBILE_PHONE_NUMBER", "value": "46701234567"}
+			if code, raw := c.supplement(id, map[string]any{"inputs": []map[string]string{phone}}); code != 400 {
+				c.t.Fatalf("a mobile number instead of the e-mail address = %d %s", code, raw)
+			}
+			if code, raw := c.supplement(id, map[string]any{"inputs": []map[string]string{email, phone}}); code != 400 {
+				c.t.Fatalf("a mobile number besides the e-mail address = %d %s", code, raw)
+			}
+			if code, raw := c.supplement(id, map[string]any{"inputs": []map[string]string{email}}); code != 202 {
+				c.t.Fatalf("the e-mail address alone = %d %s", code, raw)
+			}
+		}},
 	{pn: "199001010082", final: "AUTHENTICATION_MISMATCH"},
 	{pn: "199001010090", final: "AUTHENTICATION_CANCELLED"},
 	{pn: "199001010108", final: "AUTHENTICATION_TIMEOUT", via: []string{"WAITING_FOR_USER_ACTION"}},
@@ -216,6 +236,7 @@ var personaCases = []personaCase{
 	{pn: "199001010207", final: "CONTACT_FORM"},
 	// The deadlines: nobody answers the contact form or the input request.
 	{pn: "199001010066", final: "CONTACT_FORM", via: []string{"CONTACT_FORM_PENDING"}},
+	{pn: "199001010215", final: "CONTACT_FORM", via: []string{"CONTACT_FORM_PENDING"}},
 	{pn: "199001010074", final: "COLLECTION_INPUT_TIMEOUT", via: []string{"COLLECTION_INPUT_PENDING"}},
 }
 
