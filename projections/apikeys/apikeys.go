@@ -1,21 +1,15 @@
 // Package apikeys is the read model that authenticates clients: it maps the SHA-256 hash of an
 // API key to the client (tenant) that owns it, built from client.* events. Plain keys never
 // reach it; they exist only in the client's hands. The Store port, its SQLite and ClickHouse
-// adapters with their DDL, and the Projector live here; apikeystest is the contract suite both
-// adapters pass.
+// adapters with their DDL, the Projector, and the Reader that serves the HTTP layer's
+// httpapi.KeyLookup live here; apikeystest is the contract suite both adapters pass.
 package apikeys
 
 import (
 	"context"
-	"errors"
 
 	"github.com/samla/samla/projections/readdb"
 )
-
-// ErrNotFound is returned for a key hash that is unknown or revoked, and by ByKeyID for a key
-// the client never had. Authentication treats both alike, so nothing tells a caller whether a
-// key once existed.
-var ErrNotFound = errors.New("api key not found")
 
 // Row is one issued key.
 type Row struct {
@@ -33,11 +27,12 @@ type Store interface {
 	// row's (same KeyHash) is ignored, so a redelivered issue can never un-revoke a key;
 	// within one call, the first row with the highest revision per key wins.
 	Upsert(ctx context.Context, rows []Row) error
-	// Lookup returns the client that owns the key with this hash, or ErrNotFound when the
-	// hash is unknown or the key is revoked.
+	// Lookup returns the client that owns the key with this hash, or readdb.ErrNotFound when
+	// the hash is unknown or the key is revoked. Authentication treats both alike, so nothing
+	// tells a caller whether a key once existed.
 	Lookup(ctx context.Context, keyHash string) (clientID string, err error)
-	// ByKeyID returns a client's key by its id, revoked or not, or ErrNotFound. The projector
-	// needs it because a revocation names the key, not its hash.
+	// ByKeyID returns a client's key by its id, revoked or not, or readdb.ErrNotFound. The
+	// projector needs it because a revocation names the key, not its hash.
 	ByKeyID(ctx context.Context, clientID, keyID string) (Row, error)
 	// Reset removes every row, before a rebuild from the event store.
 	Reset(ctx context.Context) error

@@ -79,7 +79,7 @@ func (s *ClickHouseStore) Lookup(ctx context.Context, keyHash string) (string, e
 		return "", fmt.Errorf("look up api key: %w", err)
 	}
 	if !ok || r.Revoked {
-		return "", ErrNotFound
+		return "", fmt.Errorf("api key: %w", readdb.ErrNotFound)
 	}
 	return r.ClientID, nil
 }
@@ -93,7 +93,7 @@ func (s *ClickHouseStore) ByKeyID(ctx context.Context, clientID, keyID string) (
 		return Row{}, fmt.Errorf("read key %s of client %s: %w", keyID, clientID, err)
 	}
 	if !ok {
-		return Row{}, fmt.Errorf("key %s of client %s: %w", keyID, clientID, ErrNotFound)
+		return Row{}, fmt.Errorf("key %s of client %s: %w", keyID, clientID, readdb.ErrNotFound)
 	}
 	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/readdb"
 )
 
 // ProjectorName names the projection; its Kafka consumer group is derived from it.
@@ -57,7 +58,7 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 			r, ok := inBatch[ref]
 			if !ok {
 				r, err = p.store.ByKeyID(ctx, clientID, ev.KeyID)
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, readdb.ErrNotFound) {
 					// The issue always precedes the revocation in the stream, so this means
 					// the key never reached the read model; revoking nothing grants nothing.
 					continue

@@ -29,21 +29,34 @@ ON CONFLICT (key_hash) DO UPDATE SET client_id = excluded.client_id, key_id = ex
 	revoked = excluded.revoked, revision = excluded.revision
 WHERE excluded.revision > api_keys.revision`
 
+// sqliteLookup authenticates every request, prepared once.
+const sqliteLookup = `SELECT client_id FROM api_keys WHERE key_hash = ? AND revoked = 0`
+
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
-	db *sql.DB
+	db       *sql.DB
+	prepared readdb.Statements
+	lookup   *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
 
-// NewSQLite creates the key table in db when missing and returns the store. The caller keeps
-// ownership of db.
+// NewSQLite creates the key table in db when missing, prepares its hot read and returns the
+// store. The caller keeps ownership of db and closes the store before it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return nil, fmt.Errorf("migrate sqlite api_keys: %w", err)
 	}
-	return &SQLiteStore{db: db}, nil
+	s := &SQLiteStore{db: db}
+	s.lookup = s.prepared.Prepare(ctx, db, sqliteLookup)
+	if err := s.prepared.Err(); err != nil {
+		return nil, fmt.Errorf("open sqlite api_keys: %w", err)
+	}
+	return s, nil
 }
+
+// Close releases the prepared statements; the database stays open.
+func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // Upsert implements Store in one transaction; the WHERE clause keeps newer rows.
 func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
@@ -64,10 +77,9 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 // Lookup implements Store.
 func (s *SQLiteStore) Lookup(ctx context.Context, keyHash string) (string, error) {
 	var clientID string
-	err := s.db.QueryRowContext(ctx, `SELECT client_id FROM api_keys WHERE key_hash = ? AND revoked = 0`,
-		keyHash).Scan(&clientID)
+	err := s.lookup.QueryRowContext(ctx, keyHash).Scan(&clientID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
+		return "", fmt.Errorf("api key: %w", readdb.ErrNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("look up api key: %w", err)
@@ -85,7 +97,7 @@ func (s *SQLiteStore) ByKeyID(ctx context.Context, clientID, keyID string) (Row,
 		WHERE client_id = ? AND key_id = ? ORDER BY revision DESC LIMIT 1`, clientID, keyID).
 		Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &r.Revoked, &revision)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Row{}, fmt.Errorf("key %s of client %s: %w", keyID, clientID, ErrNotFound)
+		return Row{}, fmt.Errorf("key %s of client %s: %w", keyID, clientID, readdb.ErrNotFound)
 	}
 	if err != nil {
 		return Row{}, fmt.Errorf("read key %s of client %s: %w", keyID, clientID, err)

@@ -133,7 +133,7 @@ func (s *ClickHouseStore) Get(ctx context.Context, tenant, collectionID string) 
 		return Row{}, err
 	}
 	if !ok {
-		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+		return Row{}, fmt.Errorf("collection status %s: %w", collectionID, readdb.ErrNotFound)
 	}
 	return found, nil
 }

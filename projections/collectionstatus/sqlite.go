@@ -56,15 +56,20 @@ ON CONFLICT (collection_id) DO UPDATE SET
 	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
 WHERE excluded.revision > collection_status.revision`
 
+// sqliteGet is the status poll's read, prepared once.
+const sqliteGet = `SELECT ` + sqliteColumns + ` FROM collection_status WHERE collection_id = ? AND tenant = ?`
+
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
-	db *sql.DB
+	db       *sql.DB
+	prepared readdb.Statements
+	get      *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
 
-// NewSQLite creates the read model's table in db when missing and returns the store. The
-// caller keeps ownership of db.
+// NewSQLite creates the read model's table in db when missing, prepares its hot read and returns
+// the store. The caller keeps ownership of db and closes the store before it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
@@ -75,8 +80,16 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if err := readdb.EnsureSQLiteColumns(ctx, db, "collection_status", detailColumnNames, "TEXT NOT NULL DEFAULT ''"); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_status: %w", err)
 	}
-	return &SQLiteStore{db: db}, nil
+	s := &SQLiteStore{db: db}
+	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	if err := s.prepared.Err(); err != nil {
+		return nil, fmt.Errorf("open sqlite collection_status: %w", err)
+	}
+	return s, nil
 }
+
+// Close releases the prepared statements; the database stays open.
+func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
@@ -126,13 +139,13 @@ func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row
 		found Row
 		ok    bool
 	)
-	err := s.query(ctx, func(r Row) { found, ok = r, true }, `SELECT `+sqliteColumns+` FROM collection_status
-		WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	err := readdb.SQLiteStmtEach(ctx, s.get, "collection statuses", scanSQLiteRow, func(r Row) { found, ok = r, true },
+		collectionID, tenant)
 	if err != nil {
 		return Row{}, err
 	}
 	if !ok {
-		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+		return Row{}, fmt.Errorf("collection status %s: %w", collectionID, readdb.ErrNotFound)
 	}
 	return found, nil
 }

@@ -1,23 +1,19 @@
 // Package collectionstatus is the read model behind GET /collections/{id}/status: one row per
 // collection with its latest status, extra information and the stream revision it reflects.
-// The Store port is declared here with its SQLite and ClickHouse adapters, the DDL of each, and
-// the Projector that folds collection events into rows; statustest is the contract suite both
-// adapters pass.
+// The Store port is declared here with its SQLite and ClickHouse adapters, the DDL of each, the
+// Projector that folds collection events into rows, and the Reader that serves the ports of the
+// read model's consumers (query.StatusReader, the connectors' active collections); statustest is
+// the contract suite both adapters pass.
 package collectionstatus
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/samla/samla/domain/collection"
 )
-
-// ErrNotFound is returned for a collection the read model does not hold, or one that belongs to
-// another tenant: a client must not learn that another client's collection exists.
-var ErrNotFound = errors.New("collection status not found")
 
 // Row is one collection as the status endpoint shows it.
 type Row struct {
@@ -65,8 +61,8 @@ type Store interface {
 	// row's is ignored, so that a redelivered or reordered write can never move a row back;
 	// within one call, the first row with the highest revision per collection wins.
 	Upsert(ctx context.Context, rows []Row) error
-	// Get returns tenant's collection, or ErrNotFound when it does not exist or belongs to
-	// another tenant.
+	// Get returns tenant's collection, or readdb.ErrNotFound when it does not exist or belongs
+	// to another tenant: a client must not learn that another client's collection exists.
 	Get(ctx context.Context, tenant, collectionID string) (Row, error)
 	// ListNonFinal returns up to limit collections (limit <= 0: all) whose status is not
 	// final, oldest first (by CreatedAt, then id).

@@ -3,7 +3,9 @@ package readdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -42,6 +44,63 @@ func SQLiteEach[R any](ctx context.Context, db *sql.DB, what string, scan func(R
 		return fmt.Errorf("read %s: %w", what, err)
 	}
 	return wrapRead(what, Each(rows, scan, each))
+}
+
+// SQLiteStmtEach is SQLiteEach with a statement prepared once (see Statements): the hot reads
+// skip SQLite's parser and planner on every call.
+func SQLiteStmtEach[R any](ctx context.Context, stmt *sql.Stmt, what string, scan func(Rows) (R, error), each func(R), args ...any) error {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return wrapRead(what, Each(rows, scan, each))
+}
+
+// Statements are the statements a SQLite store prepares once, when it is built, and closes with
+// itself. database/sql prepares a statement again on each pooled connection it runs on, once,
+// and the pool keeps its connections (OpenSQLite), so every statement is parsed a few times in
+// the life of the process rather than at every call.
+type Statements struct {
+	stmts []*sql.Stmt
+	err   error
+}
+
+// Prepare prepares query on db. After a failure it prepares nothing more and returns nil; Err
+// tells the first failure, so that a store prepares all its statements and checks once.
+func (s *Statements) Prepare(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	if s.err != nil {
+		return nil
+	}
+	stmt, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		s.err = fmt.Errorf("prepare %q: %w", strings.Join(strings.Fields(query), " "), err)
+		return nil
+	}
+	s.stmts = append(s.stmts, stmt)
+	return stmt
+}
+
+// Err is the first failure of Prepare; the statements prepared before it are closed.
+func (s *Statements) Err() error {
+	if s.err != nil {
+		_ = s.Close()
+	}
+	return s.err
+}
+
+// Close closes every statement. It is safe to call more than once.
+func (s *Statements) Close() error {
+	var errs []error
+	for _, stmt := range s.stmts {
+		if err := stmt.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.stmts = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close prepared statements: %w", err)
+	}
+	return nil
 }
 
 // ClickHouseEach is SQLiteEach on a ClickHouse connection.

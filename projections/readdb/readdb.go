@@ -7,8 +7,10 @@ package readdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -19,6 +21,12 @@ import (
 	// driver choice in the one package that opens read-model databases.
 	_ "modernc.org/sqlite"
 )
+
+// ErrNotFound is what every read-model store returns (wrapped) for a row it does not hold, or
+// one that belongs to another tenant. It stays inside projections: each read model's Reader turns
+// it into the not-found error of the port its consumer declares (query.ErrNotFound,
+// httpapi.ErrKeyNotFound), so that a consumer sees exactly one.
+var ErrNotFound = errors.New("read model row not found")
 
 // sqliteBusyTimeout is how long a writer waits for another writer's lock before SQLITE_BUSY.
 // Read models are written by one projector each, but a rebuild, a second process started by
@@ -40,6 +48,11 @@ const sqliteBusyTimeout = 5 * time.Second
 //     from the event store, which is the source of truth and does fsync every commit.
 //   - _txlock=immediate: transactions take the write lock at BEGIN, so two writers queue on
 //     busy_timeout instead of one failing with SQLITE_BUSY when it upgrades a read lock.
+//
+// The pool keeps its connections (SQLitePoolSize open and idle, none retired by age): opening a
+// SQLite connection parses the schema and applies the pragmas, and a statement prepared once
+// (the stores prepare their hot reads) is prepared again on every new connection. database/sql's
+// default of two idle connections made every status poll under load open one.
 func OpenSQLite(path string) (*sql.DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		// The driver splits the DSN at '?', so such a path would silently open another file.
@@ -54,12 +67,23 @@ func OpenSQLite(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
 	}
+	size := SQLitePoolSize()
+	db.SetMaxOpenConns(size)
+	db.SetMaxIdleConns(size)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 	if err := db.Ping(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
 	}
 	return db, nil
 }
+
+// SQLitePoolSize is how many connections a SQLite read model keeps open: two per CPU, at least
+// four. Reads run in this process (the driver is pure Go), so more connections than CPUs add
+// little; the spare ones let readers go on while the projector holds one for its write
+// transaction. Callers beyond it wait for a free connection rather than open another.
+func SQLitePoolSize() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // OpenClickHouse connects to the ClickHouse server named by dsn
 // (clickhouse://user:password@host:9000/database?...) over the native protocol, creating the
@@ -77,6 +101,7 @@ func OpenClickHouse(ctx context.Context, dsn string) (driver.Conn, error) {
 	if err := ValidClickHouseIdentifier(database); err != nil {
 		return nil, err
 	}
+	keepClickHouseConnections(opts)
 	// The server refuses a connection whose default database does not exist, so create it
 	// through a connection to "default" first.
 	if database != "default" {
@@ -101,6 +126,24 @@ func OpenClickHouse(ctx context.Context, dsn string) (driver.Conn, error) {
 		return nil, fmt.Errorf("ping clickhouse %v/%s: %w", opts.Addr, database, err)
 	}
 	return conn, nil
+}
+
+// ClickHousePoolSize is how many connections a ClickHouse read-model pool keeps open and idle
+// when the DSN does not say (max_open_conns, max_idle_conns): clickhouse-go's own default of at
+// most 10 open but 5 idle closes every connection beyond the fifth when it is released, so that
+// bursts of polls dial new ones.
+const ClickHousePoolSize = 10
+
+// keepClickHouseConnections makes the pool keep every connection it opens: as many idle as open.
+func keepClickHouseConnections(opts *clickhouse.Options) {
+	switch {
+	case opts.MaxOpenConns <= 0 && opts.MaxIdleConns <= 0:
+		opts.MaxOpenConns, opts.MaxIdleConns = ClickHousePoolSize, ClickHousePoolSize
+	case opts.MaxIdleConns <= 0:
+		opts.MaxIdleConns = opts.MaxOpenConns
+	case opts.MaxOpenConns <= 0:
+		opts.MaxOpenConns = opts.MaxIdleConns
+	}
 }
 
 // ValidClickHouseIdentifier accepts the plain identifiers that need no quoting, which is all

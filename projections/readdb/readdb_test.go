@@ -2,6 +2,7 @@ package readdb_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -69,6 +70,107 @@ func TestOpenClickHouseCreatesTheDatabase(t *testing.T) {
 	}
 	if _, err := readdb.OpenClickHouse(ctx, "clickhouse://127.0.0.1:1/bad-name;DROP"); err == nil {
 		t.Fatal("an unsafe database name was accepted")
+	}
+}
+
+// TestOpenSQLiteKeepsItsConnections: the pool keeps as many idle connections as it opens, so
+// that a burst of reads does not open (and parse the schema on) a new connection per read.
+func TestOpenSQLiteKeepsItsConnections(t *testing.T) {
+	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "rm.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	size := readdb.SQLitePoolSize()
+	if size < 4 || db.Stats().MaxOpenConnections != size {
+		t.Fatalf("pool of %d (max open %d), want at least 4, all kept", size, db.Stats().MaxOpenConnections)
+	}
+	ctx := context.Background()
+	hold := func() {
+		var conns []*sql.Conn
+		for range size {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	hold()
+	hold()
+	if st := db.Stats(); st.OpenConnections != size || st.Idle != size || st.MaxIdleClosed != 0 {
+		t.Fatalf("after two bursts: %+v, want %d connections kept idle and none closed", st, size)
+	}
+}
+
+// TestStatementsPrepareOnceAndClose: a bad statement fails Err after the good ones were
+// prepared, and closes them; prepared statements serve reads until Close.
+func TestStatementsPrepareOnceAndClose(t *testing.T) {
+	db := readdbtest.SQLite(t)
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE t (key TEXT PRIMARY KEY); INSERT INTO t VALUES ('a'), ('b')`); err != nil {
+		t.Fatal(err)
+	}
+	var bad readdb.Statements
+	good := bad.Prepare(ctx, db, `SELECT key FROM t WHERE key = ?`)
+	if bad.Prepare(ctx, db, `SELECT nope FROM missing`) != nil || bad.Prepare(ctx, db, `SELECT key FROM t`) != nil {
+		t.Fatal("Prepare returned a statement after a failure")
+	}
+	if err := bad.Err(); err == nil {
+		t.Fatal("Err = nil after a failed Prepare")
+	}
+	if _, err := good.QueryContext(ctx, "a"); err == nil {
+		t.Fatal("a statement prepared before the failure is still open")
+	}
+
+	var stmts readdb.Statements
+	get := stmts.Prepare(ctx, db, `SELECT key FROM t WHERE key = ?`)
+	if err := stmts.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "b", "a"} {
+		var got []string
+		if err := readdb.SQLiteStmtEach(ctx, get, "t", func(r readdb.Rows) (string, error) {
+			var k string
+			return k, r.Scan(&k)
+		}, func(k string) { got = append(got, k) }, key); err != nil || len(got) != 1 || got[0] != key {
+			t.Fatalf("read %s = %v, %v", key, got, err)
+		}
+	}
+	if err := stmts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stmts.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestOpenClickHouseKeepsItsConnections: without pool settings in the DSN the pool keeps as many
+// idle connections as it opens; a DSN that sizes one side gets the other to match.
+func TestOpenClickHouseKeepsItsConnections(t *testing.T) {
+	dsn := readdbtest.ClickHouseDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{{"", readdb.ClickHousePoolSize}, {"max_open_conns=3", 3}, {"max_idle_conns=7", 7}} {
+		u := dsn
+		if tc.query != "" {
+			u += "?" + tc.query
+		}
+		conn, err := readdb.OpenClickHouse(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := conn.Stats()
+		_ = conn.Close()
+		if st.MaxOpenConns != tc.want || st.MaxIdleConns != tc.want {
+			t.Errorf("%q: max open %d, max idle %d; want both %d", tc.query, st.MaxOpenConns, st.MaxIdleConns, tc.want)
+		}
 	}
 }
 

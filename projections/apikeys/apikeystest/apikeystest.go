@@ -11,8 +11,10 @@ import (
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
@@ -31,6 +33,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorIssueAndRevokeInOneBatch", testProjectorOneBatch},
 		{"ProjectorRevokeInLaterBatchAndRedelivery", testProjectorLaterBatch},
 		{"ProjectorIgnoresOtherEvents", testProjectorIgnores},
+		{"ReaderThroughItsPort", testReader},
 	}.Run(t, open)
 }
 
@@ -54,7 +57,7 @@ func assertClient(t *testing.T, s apikeys.Store, plainKey, want string) {
 func assertNotFound(t *testing.T, s apikeys.Store, plainKey string) {
 	t.Helper()
 	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey))
-	if !errors.Is(err, apikeys.ErrNotFound) {
+	if !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Lookup(%s) = %q, %v; want ErrNotFound", plainKey, got, err)
 	}
 }
@@ -77,7 +80,7 @@ func testLookup(t *testing.T, s apikeys.Store) {
 	assertClient(t, s, "secret-a", "acme")
 	assertClient(t, s, "secret-b", "other")
 	assertNotFound(t, s, "unknown")
-	if _, err := s.Lookup(ctx(t), ""); !errors.Is(err, apikeys.ErrNotFound) {
+	if _, err := s.Lookup(ctx(t), ""); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Lookup of an empty hash: %v", err)
 	}
 	if got := byKeyID(t, s, "acme", "k1"); got != key("secret-a", "acme", "k1", false, 1) {
@@ -87,7 +90,7 @@ func testLookup(t *testing.T, s apikeys.Store) {
 		t.Fatalf("ByKeyID(other, k1) = %+v", got)
 	}
 	for _, ref := range [][2]string{{"acme", "k2"}, {"nobody", "k1"}} {
-		if _, err := s.ByKeyID(ctx(t), ref[0], ref[1]); !errors.Is(err, apikeys.ErrNotFound) {
+		if _, err := s.ByKeyID(ctx(t), ref[0], ref[1]); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("ByKeyID(%s, %s): %v, want ErrNotFound", ref[0], ref[1], err)
 		}
 	}
@@ -213,7 +216,30 @@ func testProjectorIgnores(t *testing.T, s apikeys.Store) {
 			Payload: []byte(`{"keyId":"k9","keyHash":"` + client.HashAPIKey("stray") + `","issuedAt":"2026-01-01T00:00:00Z"}`)}),
 	})
 	assertNotFound(t, s, "stray")
-	if _, err := s.ByKeyID(ctx(t), "acme", "k9"); !errors.Is(err, apikeys.ErrNotFound) {
+	if _, err := s.ByKeyID(ctx(t), "acme", "k9"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("ByKeyID after non-key events: %v", err)
+	}
+}
+
+// testReader authenticates through the HTTP layer's port: the reader takes the plain key, hashes
+// it as the client aggregate did, and answers an unknown or revoked key with the port's own
+// not-found error, never the store's.
+func testReader(t *testing.T, s apikeys.Store) {
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1), key("secret-b", "acme", "k2", true, 2))
+	var keys httpapi.KeyLookup = apikeys.NewReader(s)
+	if got, err := keys.Lookup(ctx(t), "secret-a"); err != nil || got != "acme" {
+		t.Fatalf("Lookup(secret-a) = %q, %v; want acme", got, err)
+	}
+	if got, err := keys.Lookup(ctx(t), client.HashAPIKey("secret-a")); !errors.Is(err, httpapi.ErrKeyNotFound) {
+		t.Fatalf("Lookup of the stored hash itself = %q, %v; want ErrKeyNotFound", got, err)
+	}
+	for _, plain := range []string{"secret-b", "unknown", ""} {
+		_, err := keys.Lookup(ctx(t), plain)
+		if !errors.Is(err, httpapi.ErrKeyNotFound) {
+			t.Fatalf("Lookup(%q): %v, want httpapi.ErrKeyNotFound", plain, err)
+		}
+		if errors.Is(err, readdb.ErrNotFound) {
+			t.Fatalf("Lookup(%q): %v carries the store's not-found error too", plain, err)
+		}
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
+	"github.com/samla/samla/query"
 )
 
 // Open returns a fresh, empty store for one test.
@@ -43,6 +45,8 @@ func Run(t *testing.T, open Open) {
 		{"StatusDetailsRoundTrip", testDetailsRoundTrip},
 		{"StatusDetailsReplacedAndCleared", testDetailsReplaced},
 		{"ProjectorStatusDetails", testProjectorDetails},
+		{"ReaderGetThroughItsPort", testReaderGet},
+		{"ReaderListNonFinal", testReaderListNonFinal},
 	}.Run(t, open)
 }
 
@@ -141,7 +145,7 @@ func testRoundTrip(t *testing.T, s collectionstatus.Store) {
 	if err != nil || len(many) != 2 {
 		t.Fatalf("GetMany with quotes = %v, %v", many, err)
 	}
-	if _, err := s.Get(ctx(t), "acme", odd.CollectionID); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", odd.CollectionID); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get with another tenant: %v", err)
 	}
 }
@@ -246,13 +250,13 @@ func testBatchDuplicates(t *testing.T, s collectionstatus.Store) {
 
 func testTenantIsolation(t *testing.T, s collectionstatus.Store) {
 	upsert(t, s, row("c-acme", "acme", "RUNNING", 0), row("c-other", "other", "RUNNING", 0))
-	if _, err := s.Get(ctx(t), "other", "c-acme"); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "other", "c-acme"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get of another tenant's collection: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Get(ctx(t), "acme", "c-unknown"); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", "c-unknown"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get of an unknown collection: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Get(ctx(t), "", "c-acme"); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "", "c-acme"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get with an empty tenant: err = %v, want ErrNotFound", err)
 	}
 	if got := get(t, s, "other", "c-other"); got.Tenant != "other" {
@@ -313,7 +317,7 @@ func testReset(t *testing.T, s collectionstatus.Store) {
 	if err := s.Reset(ctx(t)); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
-	if _, err := s.Get(ctx(t), "acme", "c-1"); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", "c-1"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get after Reset: err = %v, want ErrNotFound", err)
 	}
 	if got, err := s.ListNonFinal(ctx(t), 0); err != nil || len(got) != 0 {
@@ -379,7 +383,7 @@ func testProjectorWholeLife(t *testing.T, s collectionstatus.Store) {
 	envs, want := life(log, "acme", "c-life", base)
 	handle(t, p, envs)
 	assertRow(t, get(t, s, "acme", "c-life"), want)
-	if _, err := s.Get(ctx(t), "other", "c-life"); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "other", "c-life"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("other tenant sees the collection: %v", err)
 	}
 	if got, _ := s.ListNonFinal(ctx(t), 0); len(got) != 0 {
@@ -457,7 +461,7 @@ func testProjectorOtherCategories(t *testing.T, s collectionstatus.Store) {
 	orphan := log.Append("acme", collection.StreamName("c-orphan"), base, collection.StatusChanged{
 		From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: base})
 	handle(t, p, []eventschema.Envelope{orphan})
-	if _, err := s.Get(ctx(t), "acme", "c-orphan"); !errors.Is(err, collectionstatus.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", "c-orphan"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("orphan status change created a row: %v", err)
 	}
 }
@@ -653,4 +657,73 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	}
 	handle(t, p, log.All())
 	assertRow(t, get(t, s, "acme", id), got)
+}
+
+// testReaderGet reads through the query side's port: every field the status endpoint needs, and
+// the port's own not-found error (never the store's) for an unknown collection and another
+// tenant's.
+func testReaderGet(t *testing.T, s collectionstatus.Store) {
+	in := withDetails(row("c-1", "acme", "WAITING_FOR_USER_ACTION", 3))
+	in.ExtraInformation = map[string]any{"MESSAGE": "hej"}
+	upsert(t, s, in, row("c-other", "other", "RUNNING", 0))
+	var reader query.StatusReader = collectionstatus.NewReader(s)
+	got, err := reader.Get(ctx(t), "acme", "c-1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	r := stored(in)
+	want := query.StatusView{
+		CollectionID: r.CollectionID, Tenant: r.Tenant, Company: r.Company, Product: r.Product,
+		LoginMethod: r.LoginMethod, APIVersion: r.APIVersion, UserUUID: r.UserUUID, Status: r.Status,
+		ExtraInformation: r.ExtraInformation, RequiredInputTypes: r.RequiredInputTypes, Message: r.Message,
+		EIDOrder: &query.EIDOrderView{QRStartToken: r.EIDOrder.QRStartToken, AutoStartToken: r.EIDOrder.AutoStartToken,
+			StartedAt: r.EIDOrder.StartedAt},
+		QRStartSecret: r.QRStartSecret, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	for _, in := range r.Instructions {
+		want.Instructions = append(want.Instructions, query.InstructionView{RequestID: in.RequestID, Method: in.Method,
+			URL: in.URL, Headers: in.Headers, Body: in.Body})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Get = %#v\nwant %#v", got, want)
+	}
+	for _, ref := range [][2]string{{"acme", "c-unknown"}, {"acme", "c-other"}, {"other", "c-1"}, {"", "c-1"}} {
+		_, err := reader.Get(ctx(t), ref[0], ref[1])
+		if !errors.Is(err, query.ErrNotFound) {
+			t.Fatalf("Get(%s, %s): %v, want query.ErrNotFound", ref[0], ref[1], err)
+		}
+		if errors.Is(err, readdb.ErrNotFound) {
+			t.Fatalf("Get(%s, %s): %v carries the store's not-found error too", ref[0], ref[1], err)
+		}
+	}
+}
+
+// activeCollections is the connectors' port (connectors/worker.ActiveCollections), restated
+// here as the worker declares it: the reader must satisfy it by its shape alone.
+type activeCollections interface {
+	ListNonFinal(ctx context.Context, limit int) ([]string, error)
+}
+
+func testReaderListNonFinal(t *testing.T, s collectionstatus.Store) {
+	at := func(r collectionstatus.Row, minutes int) collectionstatus.Row {
+		r.CreatedAt = base.Add(time.Duration(minutes) * time.Minute)
+		return r
+	}
+	upsert(t, s, at(row("c-running", "acme", "RUNNING", 0), 3), at(row("c-login", "other", "LOGIN", 2), 1),
+		at(row("c-done", "acme", "COMPLETED", 6), 0), at(row("c-collecting", "acme", "COLLECTING", 4), 2))
+	var active activeCollections = collectionstatus.NewReader(s)
+	got, err := active.ListNonFinal(ctx(t), 0)
+	if want := []string{"c-login", "c-collecting", "c-running"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListNonFinal = %v, %v; want %v", got, err, want)
+	}
+	got, err = active.ListNonFinal(ctx(t), 1)
+	if want := []string{"c-login"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListNonFinal(1) = %v, %v; want %v", got, err, want)
+	}
+	if err := s.Reset(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := active.ListNonFinal(ctx(t), 0); err != nil || len(got) != 0 {
+		t.Fatalf("ListNonFinal of an empty read model = %v, %v", got, err)
+	}
 }

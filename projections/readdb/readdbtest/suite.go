@@ -57,6 +57,7 @@ func runAdapter[D, A, S any](t *testing.T, fresh func(testing.TB) D, newStore fu
 		if err != nil {
 			t.Fatal(err)
 		}
+		closeWithTest(t, a)
 		s, ok := any(a).(S)
 		if !ok {
 			t.Fatalf("%T does not implement the store the suite tests", a)
@@ -66,9 +67,23 @@ func runAdapter[D, A, S any](t *testing.T, fresh func(testing.TB) D, newStore fu
 	t.Run("MigrationIsIdempotent", func(t *testing.T) {
 		db := fresh(t)
 		for range 2 {
-			if _, err := newStore(context.Background(), db); err != nil {
+			a, err := newStore(context.Background(), db)
+			if err != nil {
 				t.Fatal(err)
 			}
+			closeWithTest(t, a)
 		}
 	})
+}
+
+// closeWithTest closes a store that holds resources of its own (a SQLite store's prepared
+// statements) when the test ends, before its database: cleanups run last in, first out.
+func closeWithTest(t *testing.T, store any) {
+	if c, ok := store.(interface{ Close() error }); ok {
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("close %T: %v", store, err)
+			}
+		})
+	}
 }

@@ -1,0 +1,64 @@
+package collectionstatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/query"
+)
+
+// Reader serves the read model to its consumers through the ports they declare: the status
+// endpoint's query.StatusReader, and the connectors' list of collections still running (the
+// worker's ActiveCollections, satisfied by ListNonFinal's shape; the worker is not imported, as
+// an adapter depends on the ports it serves and never on their consumers' code).
+type Reader struct{ store Store }
+
+var _ query.StatusReader = Reader{}
+
+// NewReader returns the reader over store.
+func NewReader(store Store) Reader { return Reader{store: store} }
+
+// Get implements query.StatusReader: a collection the tenant cannot see is query.ErrNotFound.
+func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.StatusView, error) {
+	row, err := r.store.Get(ctx, tenant, collectionID)
+	if errors.Is(err, readdb.ErrNotFound) {
+		return query.StatusView{}, fmt.Errorf("collection %s: %w", collectionID, query.ErrNotFound)
+	}
+	if err != nil {
+		return query.StatusView{}, err
+	}
+	return statusView(row), nil
+}
+
+// ListNonFinal returns the ids of up to limit collections (limit <= 0: all) that have not
+// reached a final status, oldest first: the connectors re-arm their sessions from it.
+func (r Reader) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.store.ListNonFinal(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = row.CollectionID
+	}
+	return ids, nil
+}
+
+func statusView(row Row) query.StatusView {
+	view := query.StatusView{
+		CollectionID: row.CollectionID, Tenant: row.Tenant, Company: row.Company, Product: row.Product,
+		LoginMethod: row.LoginMethod, APIVersion: row.APIVersion, UserUUID: row.UserUUID, Status: row.Status,
+		ExtraInformation: row.ExtraInformation, RequiredInputTypes: row.RequiredInputTypes, Message: row.Message,
+		QRStartSecret: row.QRStartSecret, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+	}
+	for _, in := range row.Instructions {
+		view.Instructions = append(view.Instructions, query.InstructionView{
+			RequestID: in.RequestID, Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body})
+	}
+	if o := row.EIDOrder; o != nil {
+		view.EIDOrder = &query.EIDOrderView{QRStartToken: o.QRStartToken, AutoStartToken: o.AutoStartToken, StartedAt: o.StartedAt}
+	}
+	return view
+}
