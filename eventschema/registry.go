@@ -31,6 +31,7 @@ type eventType struct {
 	decode    func(json.RawMessage) (domain.Event, error)
 	upcasters map[int]Upcaster // from version → to version+1
 	schemas   map[int]*jsonschema.Schema
+	audit     auditSummary // what the audit history shows of it (audit.go)
 }
 
 // Registry knows every event type Samla stores: how to encode it, how to decode and upcast
@@ -57,21 +58,31 @@ func NewRegistry() (*Registry, error) {
 	r := &Registry{types: map[string]*eventType{}}
 	defs := []*eventType{
 		{name: collection.EventStarted, current: 2, decode: decoder[collection.Started](),
-			upcasters: map[int]Upcaster{1: upcastCollectionStartedV1}},
-		{name: collection.EventClaimed, current: 1, decode: decoder[collection.Claimed]()},
+			upcasters: map[int]Upcaster{1: upcastCollectionStartedV1}, audit: summarise(auditStarted)},
+		{name: collection.EventClaimed, current: 1, decode: decoder[collection.Claimed](), audit: summarise(auditClaimed)},
 		{name: collection.EventStatusChanged, current: 2, decode: decoder[collection.StatusChanged](),
-			upcasters: map[int]Upcaster{1: upcastCollectionStatusChangedV1}},
-		{name: collection.EventInsurancesCollected, current: 1, decode: decoder[collection.InsurancesCollected]()},
-		{name: collection.EventWealthCollected, current: 1, decode: decoder[collection.WealthCollected]()},
-		{name: collection.EventInputSupplied, current: 1, decode: decoder[collection.InputSupplied]()},
-		{name: collection.EventDocumentUploaded, current: 1, decode: decoder[collection.DocumentUploaded]()},
-		{name: collection.EventDocumentCollected, current: 1, decode: decoder[collection.DocumentCollected]()},
-		{name: client.EventRegistered, current: 1, decode: decoder[client.Registered]()},
-		{name: client.EventAPIKeyIssued, current: 1, decode: decoder[client.APIKeyIssued]()},
-		{name: client.EventAPIKeyRevoked, current: 1, decode: decoder[client.APIKeyRevoked]()},
+			upcasters: map[int]Upcaster{1: upcastCollectionStatusChangedV1}, audit: summarise(auditStatusChanged)},
+		{name: collection.EventInsurancesCollected, current: 1, decode: decoder[collection.InsurancesCollected](),
+			audit: summarise(auditInsurancesCollected)},
+		{name: collection.EventWealthCollected, current: 1, decode: decoder[collection.WealthCollected](),
+			audit: summarise(auditWealthCollected)},
+		{name: collection.EventInputSupplied, current: 1, decode: decoder[collection.InputSupplied](),
+			audit: summarise(auditInputSupplied)},
+		{name: collection.EventDocumentUploaded, current: 1, decode: decoder[collection.DocumentUploaded](),
+			audit: summarise(auditDocumentUploaded)},
+		{name: collection.EventDocumentCollected, current: 1, decode: decoder[collection.DocumentCollected](),
+			audit: summarise(auditDocumentCollected)},
+		{name: client.EventRegistered, current: 1, decode: decoder[client.Registered](), audit: summarise(auditRegistered)},
+		{name: client.EventAPIKeyIssued, current: 1, decode: decoder[client.APIKeyIssued](), audit: summarise(auditAPIKeyIssued)},
+		{name: client.EventAPIKeyRevoked, current: 1, decode: decoder[client.APIKeyRevoked](), audit: summarise(auditAPIKeyRevoked)},
 	}
 	compiler := jsonschema.NewCompiler()
 	for _, d := range defs {
+		if d.audit == nil {
+			// The audit history shows only what a type's summary allows: a type without one
+			// would have to show everything or nothing, and neither is a decision.
+			return nil, fmt.Errorf("%s: %w", d.name, errNoAuditSummary)
+		}
 		d.schemas = map[int]*jsonschema.Schema{}
 		for v := 1; v <= d.current; v++ {
 			path := schemaPath(d.name, v)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
@@ -17,10 +19,10 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
-	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
@@ -281,7 +283,7 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 		}
 	}
 	for _, plain := range w.revoked {
-		if _, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); !errors.Is(err, apikeys.ErrNotFound) {
+		if _, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("revoked key %s: %v", plain, err)
 		}
 	}
@@ -298,7 +300,8 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	for _, p := range m.Projectors() {
 		names[p.Name()] = true
 	}
-	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history": true, "api-keys": true,
+	// event-history-v2: the history of audit summaries is projected by a consumer group of its own.
+	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history-v2": true, "api-keys": true,
 		"collection-data": true}) {
 		t.Fatalf("projector names = %v", names)
 	}
@@ -340,13 +343,13 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 			t.Fatalf("Rebuild replayed %d events, want %d", n, len(all))
 		}
 		verify(t, m, w)
-		if _, err := m.Status.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, collectionstatus.ErrNotFound) {
+		if _, err := m.Status.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("junk row survived the rebuild: %v", err)
 		}
-		if _, err := m.Data.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, collectiondata.ErrNotFound) {
+		if _, err := m.Data.Get(testCtx(t), "acme", "c-junk"); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("junk data row survived the rebuild: %v", err)
 		}
-		if _, err := m.Data.Document(testCtx(t), "acme", "c-junk", "d-junk"); !errors.Is(err, collectiondata.ErrNotFound) {
+		if _, err := m.Data.Document(testCtx(t), "acme", "c-junk", "d-junk"); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("junk document survived the rebuild: %v", err)
 		}
 	}
@@ -374,6 +377,51 @@ func TestSQLiteReadModels(t *testing.T) {
 	defer func() { _ = m.Close() }()
 	if r, err := m.Status.Get(testCtx(t), "acme", "c-00000"); err != nil || r.Status != "COMPLETED" {
 		t.Fatalf("after reopen: %+v, %v", r, err)
+	}
+}
+
+// TestSQLiteReadModelsDeleteTheHistoryThatKeptPayloads: a data dir from before the audit
+// summaries has the first history's database, whose payloads showed collected values; opening
+// the read models deletes it (and its WAL) and starts event_history_v2 empty, for the new
+// projection to fill from the start of the topics.
+func TestSQLiteReadModelsDeleteTheHistoryThatKeptPayloads(t *testing.T) {
+	dir := t.TempDir()
+	legacy := filepath.Join(dir, projections.SQLiteDir, "event_history")
+	if err := os.MkdirAll(filepath.Dir(legacy), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	db, err := readdb.OpenSQLite(legacy + ".db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE event_history (stream TEXT, revision INTEGER, payload TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO event_history VALUES ('collection-c1', 0, '{"requestHash":"9f2c"}')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(legacy+".db-wal", []byte("old frames"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := projections.OpenSQLiteReadModels(dir)
+	if err != nil {
+		t.Fatalf("OpenSQLiteReadModels: %v", err)
+	}
+	defer func() { _ = m.Close() }()
+	for _, suffix := range []string{".db", ".db-wal", ".db-shm"} {
+		if _, err := os.Stat(legacy + suffix); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", legacy+suffix, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, projections.SQLiteDir, "event_history_v2.db")); err != nil {
+		t.Fatalf("the new history's database: %v", err)
+	}
+	if rows, err := m.History.List(testCtx(t), "acme", "collection-c1", nil, 0); err != nil || len(rows) != 0 {
+		t.Fatalf("history after the upgrade = %v, %v", rows, err)
 	}
 }
 

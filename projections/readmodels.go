@@ -38,8 +38,6 @@ const SQLiteDir = "readmodels"
 // dataDir/readmodels. Each read model has its own database file, so that the projectors
 // never wait for each other's write lock and each model can be deleted and rebuilt alone.
 func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
-	// Migrations are a few local CREATE … IF NOT EXISTS statements; nothing to cancel.
-	ctx := context.Background()
 	dir := filepath.Join(dataDir, SQLiteDir)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create read-model directory: %w", err)
@@ -61,32 +59,68 @@ func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
 		return nil, fmt.Errorf("open sqlite read models in %s: %w", dir, err)
 	}
 
-	db, err := open("collection_status")
+	// Each store prepares its hot reads on its database; closers run in reverse, so a store's
+	// statements close before its database.
+	status, err := openSQLiteStore(open, "collection_status", collectionstatus.NewSQLite, &m.closers)
 	if err != nil {
 		return fail(err)
 	}
-	if m.Status, err = collectionstatus.NewSQLite(ctx, db); err != nil {
+	m.Status = status
+	if err := removeSQLiteFiles(dir, legacyHistoryFile); err != nil {
 		return fail(err)
 	}
-	if db, err = open("event_history"); err != nil {
+	history, err := openSQLiteStore(open, "event_history_v2", eventhistory.NewSQLite, &m.closers)
+	if err != nil {
 		return fail(err)
 	}
-	if m.History, err = eventhistory.NewSQLite(ctx, db); err != nil {
+	m.History = history
+	keys, err := openSQLiteStore(open, "api_keys", apikeys.NewSQLite, &m.closers)
+	if err != nil {
 		return fail(err)
 	}
-	if db, err = open("api_keys"); err != nil {
+	m.APIKeys = keys
+	data, err := openSQLiteStore(open, "collection_data", collectiondata.NewSQLite, &m.closers)
+	if err != nil {
 		return fail(err)
 	}
-	if m.APIKeys, err = apikeys.NewSQLite(ctx, db); err != nil {
-		return fail(err)
-	}
-	if db, err = open("collection_data"); err != nil {
-		return fail(err)
-	}
-	if m.Data, err = collectiondata.NewSQLite(ctx, db); err != nil {
-		return fail(err)
-	}
+	m.Data = data
 	return m, nil
+}
+
+// openSQLiteStore opens the database file name and builds a store on it whose Close is added
+// to closers, after the database's.
+func openSQLiteStore[S interface{ Close() error }](open func(string) (*sql.DB, error), name string,
+	newStore func(context.Context, *sql.DB) (S, error), closers *[]func() error) (S, error) {
+	var zero S
+	db, err := open(name)
+	if err != nil {
+		return zero, err
+	}
+	// Migrations are a few local statements; nothing to cancel.
+	s, err := newStore(context.Background(), db)
+	if err != nil {
+		return zero, err
+	}
+	*closers = append(*closers, s.Close)
+	return s, nil
+}
+
+// legacyHistoryFile is the database of the first audit history, which kept whole payloads
+// (minus their "personal" member). The history now lives in event_history_v2.db and is projected
+// again from the start of the topics; the old file is deleted rather than left on disk, where its
+// payloads would outlive an erasure.
+const legacyHistoryFile = "event_history"
+
+// removeSQLiteFiles deletes a read model's database file and its WAL and shared-memory files,
+// when they exist.
+func removeSQLiteFiles(dir, name string) error {
+	for _, suffix := range []string{".db", ".db-wal", ".db-shm"} {
+		path := filepath.Join(dir, name+suffix)
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // OpenClickHouseReadModels connects to ClickHouse (creating the DSN's database if missing) and

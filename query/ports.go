@@ -64,8 +64,9 @@ type StatusReader interface {
 	Get(ctx context.Context, tenant, collectionID string) (StatusView, error)
 }
 
-// HistoryEvent is one stored event as the audit history shows it: the envelope without the
-// tenant-internal parts, and a payload that holds no personal data.
+// HistoryEvent is one stored event as the audit history shows it: the envelope, and its type's
+// audit summary (eventschema.Registry.AuditSummary) in place of the payload, which shows what
+// happened and never collected values, personal data or fingerprints.
 type HistoryEvent struct {
 	EventID       string
 	Type          string
@@ -78,7 +79,9 @@ type HistoryEvent struct {
 	CorrelationID string
 	CausationID   string
 	Actor         string
-	Payload       json.RawMessage
+	// Summary is the audit summary, a JSON object; nil for an event whose type this build does
+	// not know, of which the history shows the envelope only.
+	Summary json.RawMessage
 }
 
 // HistoryReader reads the event-history projection.
@@ -111,6 +114,9 @@ type DataView struct {
 	SavingsAccounts     []collection.PSD2Account
 	CreditCards         []collection.PSD2CreditCard
 	PersonalInformation *collection.PersonalInformation // nil when the company told nothing of the person
+	// CareerStatement describes the newest French career statement the company returned, nil
+	// when it returned none; GetDocument serves its content.
+	CareerStatement *DocumentInfo
 }
 
 // InsuranceView is one insurance with its holder's name, which the event keeps apart as
@@ -126,6 +132,15 @@ type InsuranceView struct {
 type PensionView struct {
 	collection.Pension
 	InsuredPersonName *string `json:"insuredPersonName,omitempty"` // personal data
+}
+
+// DocumentInfo describes a document a company returned with a collection, without its content.
+type DocumentInfo struct {
+	Kind        string // e.g. FRENCH_CAREER_STATEMENT
+	ContentType string
+	FileName    string // "" when the company gave none
+	Size        int64
+	At          time.Time
 }
 
 // DocumentView is a document a company returned with a collection, with its content.

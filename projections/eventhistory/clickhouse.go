@@ -10,7 +10,8 @@ import (
 )
 
 // clickhouseSchema is the history's ClickHouse DDL, kept to what 18.16 and current servers
-// both accept (String and integer columns only; times as Unix milliseconds).
+// both accept (String and integer columns only; times as Unix milliseconds). summary is the
+// audit summary's JSON, "" for none.
 //
 // ReplacingMergeTree ORDER BY (stream, revision) collapses a redelivered event into the copy
 // already stored; the copies are the same event, so which one survives does not matter. Until
@@ -18,7 +19,7 @@ import (
 // use FINAL. occurred_at is a MATERIALIZED second-precision DateTime for analysts' time
 // functions; it is computed by the server and never inserted.
 const clickhouseSchema = `
-CREATE TABLE IF NOT EXISTS event_history (
+CREATE TABLE IF NOT EXISTS event_history_v2 (
 	tenant         String,
 	stream         String,
 	revision       UInt64,
@@ -30,13 +31,13 @@ CREATE TABLE IF NOT EXISTS event_history (
 	correlation_id String,
 	causation_id   String,
 	actor          String,
-	payload        String,
+	summary        String,
 	occurred_at    DateTime MATERIALIZED toDateTime(intDiv(occurred_at_ms, 1000))
 ) ENGINE = ReplacingMergeTree
 ORDER BY (stream, revision)`
 
 const clickhouseColumns = `tenant, stream, revision, position, event_id, type, schema_version,
-	occurred_at_ms, correlation_id, causation_id, actor, payload`
+	occurred_at_ms, correlation_id, causation_id, actor, summary`
 
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
@@ -45,24 +46,27 @@ type ClickHouseStore struct {
 
 var _ Store = (*ClickHouseStore)(nil)
 
-// NewClickHouse creates the history table when missing and returns the store. The caller keeps
-// ownership of conn.
+// NewClickHouse creates the history table when missing, drops the first table (which kept
+// payloads) and returns the store. The caller keeps ownership of conn.
 func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
 	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
-		return nil, fmt.Errorf("migrate clickhouse event_history: %w", err)
+		return nil, fmt.Errorf("migrate clickhouse event_history_v2: %w", err)
+	}
+	if err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+legacyTable); err != nil {
+		return nil, fmt.Errorf("drop clickhouse %s: %w", legacyTable, err)
 	}
 	return &ClickHouseStore{conn: conn}, nil
 }
 
 // Insert implements Store with one batched INSERT.
 func (s *ClickHouseStore) Insert(ctx context.Context, rows []Row) error {
-	err := readdb.InsertBatch(ctx, s.conn, "event_history", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	err := readdb.InsertBatch(ctx, s.conn, "event_history_v2", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		if r.SchemaVersion < 0 {
 			return nil, fmt.Errorf("event history %s/%d: negative schema version %d", r.Stream, r.Revision, r.SchemaVersion)
 		}
 		return []any{r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type,
 			uint32(r.SchemaVersion), readdb.UMillis(r.OccurredAt), r.CorrelationID, r.CausationID,
-			r.Actor, string(r.Payload)}, nil
+			r.Actor, string(r.Summary)}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("insert event history: %w", err)
@@ -73,7 +77,7 @@ func (s *ClickHouseStore) Insert(ctx context.Context, rows []Row) error {
 // List implements Store. stream is the key's prefix and tenant never changes within a stream,
 // so both can be filtered on before FINAL collapses the copies.
 func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, afterRevision *uint64, limit int) ([]Row, error) {
-	q := `SELECT ` + clickhouseColumns + ` FROM event_history FINAL WHERE stream = ? AND tenant = ?`
+	q := `SELECT ` + clickhouseColumns + ` FROM event_history_v2 FINAL WHERE stream = ? AND tenant = ?`
 	args := []any{stream, tenant}
 	if afterRevision != nil {
 		q += ` AND revision > ?`
@@ -89,15 +93,17 @@ func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, after
 			r          Row
 			version    uint32
 			occurredMs uint64
-			payload    string
+			summary    string
 		)
 		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Revision, &r.Position, &r.EventID, &r.Type,
-			&version, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &payload); err != nil {
+			&version, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &summary); err != nil {
 			return Row{}, fmt.Errorf("scan: %w", err)
 		}
 		r.SchemaVersion = int(version)
 		r.OccurredAt = readdb.FromUMillis(occurredMs)
-		r.Payload = []byte(payload)
+		if summary != "" {
+			r.Summary = []byte(summary)
+		}
 		return r, nil
 	}, func(r Row) { out = append(out, r) }, q, args...)
 	if err != nil {
@@ -108,8 +114,8 @@ func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, after
 
 // Reset implements Store.
 func (s *ClickHouseStore) Reset(ctx context.Context) error {
-	if err := s.conn.Exec(ctx, `TRUNCATE TABLE event_history`); err != nil {
-		return fmt.Errorf("reset event_history: %w", err)
+	if err := s.conn.Exec(ctx, `TRUNCATE TABLE event_history_v2`); err != nil {
+		return fmt.Errorf("reset event_history_v2: %w", err)
 	}
 	return nil
 }

@@ -1,12 +1,20 @@
 // Package eventhistory is the audit read model: every event of every stream, in stream order,
 // as GET /collections/{id}/events returns it and as analysts query it in ClickHouse. The Store
-// port, its SQLite and ClickHouse adapters with their DDL, and the Projector live here;
-// historytest is the contract suite both adapters pass.
+// port, its SQLite and ClickHouse adapters with their DDL, the Projector, and the Reader that
+// serves the query side's port (query.HistoryReader) live here; historytest is the contract
+// suite both adapters pass.
 //
-// Personal data never enters this read model: the projector removes the payload's top-level
-// "personal" field, where the domain keeps personal numbers, names, e-mail addresses and phone
-// numbers. Analysts read ClickHouse freely, and an erased data subject must stay erased; the
-// personal data stays only in the event store, where it can be crypto-shredded.
+// The history shows what happened, never the collected values, personal data or fingerprints:
+// the projector stores each event's envelope with its type's audit summary
+// (eventschema.Registry.AuditSummary, the one home of that allowlist), never the payload itself.
+// Analysts read ClickHouse freely, and an erased data subject must stay erased; the payloads stay
+// only in the event store, where their personal part can be crypto-shredded.
+//
+// The tables are event_history_v2: the first event_history kept whole payloads minus their
+// "personal" member, which still showed account numbers, balances, file names and request
+// hashes. Opening a store drops that table, and the projection's new name gives it a new Kafka
+// consumer group, which projects every event again from the start of the topics (they are kept
+// forever), so no old payload is served or kept.
 package eventhistory
 
 import (
@@ -23,12 +31,14 @@ type Row struct {
 	Position      uint64
 	EventID       string
 	Type          string
-	SchemaVersion int // the version of Payload as stored here (the current one for known types)
+	SchemaVersion int // the version of the event the summary was built from (the current one for known types)
 	OccurredAt    time.Time
 	CorrelationID string
 	CausationID   string
 	Actor         string
-	Payload       json.RawMessage // without personal data
+	// Summary is the event type's audit summary; nil for a type or version this build does not
+	// know, whose envelope alone is shown.
+	Summary json.RawMessage
 }
 
 // Store holds the history.
@@ -43,3 +53,6 @@ type Store interface {
 	// Reset removes every row, before a rebuild from the event store.
 	Reset(ctx context.Context) error
 }
+
+// legacyTable is the first history table, which kept whole payloads; opening a store drops it.
+const legacyTable = "event_history"

@@ -4,15 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/samla/samla/projections/readdb"
 )
 
-// sqliteSchema is the history's SQLite DDL. It is an ordinary rowid table (payloads can be
-// large, which WITHOUT ROWID handles badly) whose primary key (stream, revision) makes inserts
-// idempotent and serves List.
+// sqliteSchema is the history's SQLite DDL. It is an ordinary rowid table whose primary key
+// (stream, revision) makes inserts idempotent and serves List. summary is the audit summary's
+// JSON, "" for none.
 const sqliteSchema = `
-CREATE TABLE IF NOT EXISTS event_history (
+CREATE TABLE IF NOT EXISTS event_history_v2 (
 	stream         TEXT    NOT NULL,
 	revision       INTEGER NOT NULL,
 	tenant         TEXT    NOT NULL,
@@ -24,28 +25,45 @@ CREATE TABLE IF NOT EXISTS event_history (
 	correlation_id TEXT    NOT NULL,
 	causation_id   TEXT    NOT NULL,
 	actor          TEXT    NOT NULL,
-	payload        TEXT    NOT NULL,
+	summary        TEXT    NOT NULL,
 	PRIMARY KEY (stream, revision)
-);`
+);
+DROP TABLE IF EXISTS ` + legacyTable + `;`
 
 const sqliteColumns = `stream, revision, tenant, position, event_id, type, schema_version,
-	occurred_at_ms, correlation_id, causation_id, actor, payload`
+	occurred_at_ms, correlation_id, causation_id, actor, summary`
+
+// sqliteList is List's one statement, prepared once: no afterRevision is -1 (revisions start at
+// 0) and no limit is LIMIT -1, which SQLite reads as none.
+const sqliteList = `SELECT ` + sqliteColumns + ` FROM event_history_v2
+	WHERE stream = ? AND tenant = ? AND revision > ? ORDER BY revision LIMIT ?`
 
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
-	db *sql.DB
+	db       *sql.DB
+	prepared readdb.Statements
+	list     *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
 
-// NewSQLite creates the history table in db when missing and returns the store. The caller
-// keeps ownership of db.
+// NewSQLite creates the history table in db when missing (dropping the first table, which kept
+// payloads), prepares its read and returns the store. The caller keeps ownership of db and closes
+// the store before it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
-		return nil, fmt.Errorf("migrate sqlite event_history: %w", err)
+		return nil, fmt.Errorf("migrate sqlite event_history_v2: %w", err)
 	}
-	return &SQLiteStore{db: db}, nil
+	s := &SQLiteStore{db: db}
+	s.list = s.prepared.Prepare(ctx, db, sqliteList)
+	if err := s.prepared.Err(); err != nil {
+		return nil, fmt.Errorf("open sqlite event_history_v2: %w", err)
+	}
+	return s, nil
 }
+
+// Close releases the prepared statement; the database stays open.
+func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // Insert implements Store in one transaction; a stored (stream, revision) is left as it is.
 func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
@@ -53,12 +71,12 @@ func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
 		return nil
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEach(ctx, tx, `INSERT INTO event_history (`+sqliteColumns+`)
+		return readdb.ExecEach(ctx, tx, `INSERT INTO event_history_v2 (`+sqliteColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (stream, revision) DO NOTHING`, rows, func(r Row) ([]any, error) {
 			return []any{r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
 				r.EventID, r.Type, r.SchemaVersion, readdb.Millis(r.OccurredAt), r.CorrelationID,
-				r.CausationID, r.Actor, string(r.Payload)}, nil
+				r.CausationID, r.Actor, string(r.Summary)}, nil
 		})
 	})
 	if err != nil {
@@ -69,34 +87,35 @@ func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
 
 // List implements Store.
 func (s *SQLiteStore) List(ctx context.Context, tenant, stream string, afterRevision *uint64, limit int) ([]Row, error) {
-	q := `SELECT ` + sqliteColumns + ` FROM event_history WHERE stream = ? AND tenant = ?`
-	args := []any{stream, tenant}
+	after := int64(-1)
 	if afterRevision != nil {
-		q += ` AND revision > ?`
-		args = append(args, int64(*afterRevision))
+		if *afterRevision >= math.MaxInt64 {
+			return nil, nil // SQLite's integers end there: nothing can come after it
+		}
+		after = int64(*afterRevision)
 	}
-	q += ` ORDER BY revision`
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
+	if limit <= 0 {
+		limit = -1
 	}
 	var out []Row
-	err := readdb.SQLiteEach(ctx, s.db, "event history", func(rows readdb.Rows) (Row, error) {
+	err := readdb.SQLiteStmtEach(ctx, s.list, "event history", func(rows readdb.Rows) (Row, error) {
 		var (
 			r                  Row
 			revision, position int64
 			occurredMs         int64
-			payload            string
+			summary            string
 		)
 		if err := rows.Scan(&r.Stream, &revision, &r.Tenant, &position, &r.EventID, &r.Type,
-			&r.SchemaVersion, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &payload); err != nil {
+			&r.SchemaVersion, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &summary); err != nil {
 			return Row{}, fmt.Errorf("scan: %w", err)
 		}
 		r.Revision, r.Position = uint64(revision), uint64(position)
 		r.OccurredAt = readdb.FromMillis(occurredMs)
-		r.Payload = []byte(payload)
+		if summary != "" {
+			r.Summary = []byte(summary)
+		}
 		return r, nil
-	}, func(r Row) { out = append(out, r) }, q, args...)
+	}, func(r Row) { out = append(out, r) }, stream, tenant, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list event history of %s: %w", stream, err)
 	}
@@ -105,8 +124,8 @@ func (s *SQLiteStore) List(ctx context.Context, tenant, stream string, afterRevi
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM event_history`); err != nil {
-		return fmt.Errorf("reset event_history: %w", err)
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM event_history_v2`); err != nil {
+		return fmt.Errorf("reset event_history_v2: %w", err)
 	}
 	return nil
 }

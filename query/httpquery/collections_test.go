@@ -51,7 +51,7 @@ func newEnv(t *testing.T) *env {
 		e.history.events = append(e.history.events, query.HistoryEvent{
 			EventID: "e" + string(rune('0'+rev)), Type: "collection.status-changed", SchemaVersion: 1, Tenant: "acme",
 			Stream: stream, Revision: rev, Position: 10 + rev, OccurredAt: updated,
-			Payload: json.RawMessage(`{"to":"LOGIN","personal":{"personalNumber":"199001010017"}}`),
+			Summary: json.RawMessage(`{"from":"RUNNING","to":"LOGIN","changedAt":"2026-05-01T12:00:03Z"}`),
 		})
 	}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})

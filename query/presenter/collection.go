@@ -38,7 +38,8 @@ func CollectionStatus(version, market string, v query.StatusView) StatusResponse
 	}
 }
 
-// EventResponse is one event of the audit history.
+// EventResponse is one event of the audit history. Payload is the event's audit summary, null
+// for an event whose envelope alone is shown.
 type EventResponse struct {
 	EventID       string          `json:"eventId"`
 	Type          string          `json:"type"`
@@ -66,10 +67,19 @@ func CollectionEvents(collectionID string, events []query.HistoryEvent) EventsRe
 			EventID: e.EventID, Type: e.Type, SchemaVersion: e.SchemaVersion, Revision: e.Revision,
 			Position: e.Position, OccurredAt: e.OccurredAt.UTC().Format(timeFormat),
 			CorrelationID: nullable(e.CorrelationID), CausationID: nullable(e.CausationID), Actor: nullable(e.Actor),
-			Payload: withoutPersonalData(e.Payload),
+			Payload: summary(e.Summary),
 		})
 	}
 	return out
+}
+
+// summary renders an audit summary as the history read model holds it: what the history may
+// show was decided when it was projected (eventschema's allowlist), so nothing is filtered here.
+func summary(s json.RawMessage) json.RawMessage {
+	if len(s) == 0 {
+		return json.RawMessage("null")
+	}
+	return s
 }
 
 // nullable renders an empty string as null: the value is unknown, not empty.
@@ -78,29 +88,4 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// personalMember is the payload member that holds personal data (eventschema: kept apart for
-// crypto-shredding).
-const personalMember = "personal"
-
-// withoutPersonalData drops the personal-data member of a payload. The history projection is
-// meant to leave it out already; the audit endpoint does not rely on that.
-func withoutPersonalData(payload json.RawMessage) json.RawMessage {
-	if len(payload) == 0 {
-		return json.RawMessage("null")
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &members); err != nil {
-		return payload // not an object: there is no member to drop
-	}
-	if _, ok := members[personalMember]; !ok {
-		return payload
-	}
-	delete(members, personalMember)
-	out, err := json.Marshal(members)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return out
 }

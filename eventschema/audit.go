@@ -1,0 +1,203 @@
+package eventschema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+)
+
+// The audit history (GET /collections/{id}/events, and the event_history table analysts query)
+// shows what happened: event types, times, statuses, companies, products, login methods and
+// counts. It never shows collected values, personal data, or fingerprints from which either could
+// be guessed (API.md, "Collections"). Removing the payload's "personal" member is not enough for
+// that: the public part of an event carries account and insurance numbers, balances, display
+// names, file names, request hashes and key hashes, all of which an event needs for replay.
+//
+// So the rule is an allowlist, and this file is its one home: every event type the registry
+// knows has an audit summary built from its decoded event, naming each member it shows. A member
+// added to an event later stays out of the history until someone adds it here on purpose. A type
+// or schema version this build does not know (written by a newer build) has no summary at all:
+// the history shows its envelope only.
+
+// auditSummary builds the audit summary of one decoded event.
+type auditSummary func(domain.Event) (any, error)
+
+// summarise adapts a summary of one event type to auditSummary.
+func summarise[E domain.Event](f func(E) any) auditSummary {
+	return func(e domain.Event) (any, error) {
+		ev, ok := e.(E)
+		if !ok {
+			return nil, fmt.Errorf("audit summary of %s: got %T", e.EventType(), e)
+		}
+		return f(ev), nil
+	}
+}
+
+// AuditSummary returns what the audit history shows of env's payload, and the schema version of
+// the event it was built from: the type's current version, since old versions are upcast first.
+// A type or version this build does not know gives a nil summary and env's own version: nothing
+// of a payload whose meaning is unknown can be judged safe to show. A payload of a known type
+// that does not decode is an error.
+func (r *Registry) AuditSummary(env Envelope) (json.RawMessage, int, error) {
+	t, ok := r.types[env.Type]
+	if !ok || env.SchemaVersion > t.current {
+		return nil, env.SchemaVersion, nil
+	}
+	ev, err := r.Decode(env)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit summary: %w", err)
+	}
+	summary, err := t.audit(ev)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := json.Marshal(summary)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit summary of %s: %w", env.Type, err)
+	}
+	return out, t.current, nil
+}
+
+// errNoAuditSummary refuses a registry entry without an audit summary.
+var errNoAuditSummary = errors.New("no audit summary")
+
+// The summaries. Times are the domain's own; statuses, kinds, types and methods are codes.
+
+type startedAudit struct {
+	Company     string    `json:"company"`
+	Product     string    `json:"product"`
+	LoginMethod string    `json:"loginMethod"`
+	APIVersion  string    `json:"apiVersion"`
+	HasUserUUID bool      `json:"hasUserUuid"` // whether a user was named, not who
+	StartedAt   time.Time `json:"startedAt"`
+}
+
+func auditStarted(e collection.Started) any {
+	return startedAudit{Company: e.Company, Product: string(e.Product), LoginMethod: e.LoginMethod,
+		APIVersion: e.APIVersion, HasUserUUID: e.UserUUID != "", StartedAt: e.StartedAt}
+}
+
+// claimedAudit leaves the worker out: its id names a host of the operator's, which is no
+// business of the client's.
+type claimedAudit struct {
+	ClaimedAt time.Time `json:"claimedAt"`
+}
+
+func auditClaimed(e collection.Claimed) any { return claimedAudit{ClaimedAt: e.ClaimedAt} }
+
+// statusChangedAudit is the move and what the new status asked for, in kinds and counts. The
+// message and the extra information are left out: they are the company's free text and the
+// EID tokens, which may carry anything.
+type statusChangedAudit struct {
+	From               string         `json:"from"`
+	To                 string         `json:"to"`
+	RequiredInputTypes []string       `json:"requiredInputTypes,omitempty"`
+	InstructionCount   int            `json:"instructionCount,omitempty"`
+	EIDOrderOpened     bool           `json:"eidOrderOpened,omitempty"`
+	Deadline           *deadlineAudit `json:"deadline,omitempty"`
+	ChangedAt          time.Time      `json:"changedAt"`
+}
+
+type deadlineAudit struct {
+	Kind  string    `json:"kind"`
+	DueAt time.Time `json:"dueAt"`
+}
+
+func auditStatusChanged(e collection.StatusChanged) any {
+	out := statusChangedAudit{From: string(e.From), To: string(e.To), RequiredInputTypes: e.RequiredInputTypes,
+		InstructionCount: len(e.InstructionRequestIDs), EIDOrderOpened: e.EIDOrder != nil, ChangedAt: e.ChangedAt}
+	if out.InstructionCount == 0 && e.Personal != nil {
+		out.InstructionCount = len(e.Personal.Instructions)
+	}
+	if d := e.Deadline; d != nil {
+		out.Deadline = &deadlineAudit{Kind: string(d.Kind), DueAt: d.DueAt}
+	}
+	return out
+}
+
+// dataAudit is a data event's record counts by product, under the data endpoints' list names.
+type dataAudit struct {
+	Counts         map[string]int `json:"counts"`
+	InsuranceTypes []string       `json:"insuranceTypes,omitempty"`
+	CollectedAt    time.Time      `json:"collectedAt"`
+}
+
+func auditInsurancesCollected(e collection.InsurancesCollected) any {
+	var types []string
+	for _, ins := range e.Insurances {
+		if ins.InsuranceType != "" && !slices.Contains(types, ins.InsuranceType) {
+			types = append(types, ins.InsuranceType)
+		}
+	}
+	slices.Sort(types)
+	return dataAudit{Counts: map[string]int{"insurances": len(e.Insurances)}, InsuranceTypes: types,
+		CollectedAt: e.CollectedAt}
+}
+
+func auditWealthCollected(e collection.WealthCollected) any {
+	return dataAudit{Counts: map[string]int{
+		"pensions": len(e.Pensions), "investments": len(e.Investments), "loans": len(e.Loans),
+		"savings": len(e.Savings), "psd2CheckingAccounts": len(e.CheckingAccounts),
+		"psd2SavingsAccounts": len(e.SavingsAccounts), "psd2CreditCards": len(e.CreditCards),
+	}, CollectedAt: e.CollectedAt}
+}
+
+// inputSuppliedAudit is what kind of input was accepted; the idempotency key and the request's
+// fingerprint stay out.
+type inputSuppliedAudit struct {
+	Kind          string    `json:"kind"`
+	InputTypes    []string  `json:"inputTypes,omitempty"`
+	ResponseCount int       `json:"responseCount,omitempty"`
+	SuppliedAt    time.Time `json:"suppliedAt"`
+}
+
+func auditInputSupplied(e collection.InputSupplied) any {
+	return inputSuppliedAudit{Kind: string(e.Kind), InputTypes: e.InputTypes, ResponseCount: len(e.RequestIDs),
+		SuppliedAt: e.SuppliedAt}
+}
+
+// documentAudit describes a file without naming it: a file name can carry a person's name, and
+// the digest would confirm a guessed file.
+type documentAudit struct {
+	Kind        string    `json:"kind"`
+	ContentType string    `json:"contentType"`
+	SizeBytes   int       `json:"sizeBytes"`
+	At          time.Time `json:"at"`
+}
+
+func auditDocument(d collection.Document) documentAudit {
+	return documentAudit{Kind: d.Kind, ContentType: d.ContentType, SizeBytes: d.Size, At: d.At}
+}
+
+func auditDocumentUploaded(e collection.DocumentUploaded) any   { return auditDocument(e.Document) }
+func auditDocumentCollected(e collection.DocumentCollected) any { return auditDocument(e.Document) }
+
+type registeredAudit struct {
+	Sandbox      bool      `json:"sandbox"`
+	RegisteredAt time.Time `json:"registeredAt"`
+}
+
+func auditRegistered(e client.Registered) any {
+	return registeredAudit{Sandbox: e.Sandbox, RegisteredAt: e.RegisteredAt}
+}
+
+// apiKeyAudit names a key by its id, never by its hash.
+type apiKeyAudit struct {
+	KeyID     string     `json:"keyId"`
+	IssuedAt  *time.Time `json:"issuedAt,omitempty"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+func auditAPIKeyIssued(e client.APIKeyIssued) any {
+	return apiKeyAudit{KeyID: e.KeyID, IssuedAt: &e.IssuedAt}
+}
+
+func auditAPIKeyRevoked(e client.APIKeyRevoked) any {
+	return apiKeyAudit{KeyID: e.KeyID, RevokedAt: &e.RevokedAt}
+}

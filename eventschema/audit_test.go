@@ -1,0 +1,146 @@
+package eventschema_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+)
+
+// auditSummaries is what the audit history shows of every stored example: the allowlist,
+// pinned. The examples carry every kind of value the history must not show.
+var auditSummaries = map[string]string{
+	"client.api-key-issued.v1":  `{"keyId":"k1","issuedAt":"2026-01-02T03:04:05Z"}`,
+	"client.api-key-revoked.v1": `{"keyId":"k1","revokedAt":"2026-01-03T03:04:05Z"}`,
+	"client.registered.v1":      `{"sandbox":true,"registeredAt":"2026-01-02T03:04:05Z"}`,
+	"collection.claimed.v1":     `{"claimedAt":"2026-01-02T03:04:05.7Z"}`,
+	"collection.document-collected.v1": `{"kind":"FRENCH_CAREER_STATEMENT","contentType":"application/pdf","sizeBytes":8,` +
+		`"at":"2026-01-02T03:04:05Z"}`,
+	"collection.document-uploaded.v1": `{"kind":"UPLOADED_PDF","contentType":"application/pdf","sizeBytes":8,"at":"2026-01-02T03:04:05Z"}`,
+	"collection.input-supplied.v1": `{"kind":"COLLECTION_INPUT","inputTypes":["EMAIL","MOBILE_PHONE_NUMBER"],` +
+		`"suppliedAt":"2026-01-02T03:04:07Z"}`,
+	"collection.input-supplied.v1.responses": `{"kind":"CLIENT_RESPONSES","responseCount":1,"suppliedAt":"2026-01-02T03:04:07Z"}`,
+	"collection.insurances-collected.v1": `{"counts":{"insurances":2},"insuranceTypes":["HOME","PET"],` +
+		`"collectedAt":"2026-01-02T03:04:08Z"}`,
+	"collection.started.v1": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
+		`"apiVersion":"2025-01-01","hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`,
+	"collection.started.v2": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
+		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
+	"collection.status-changed.v1": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06Z"}`,
+	"collection.status-changed.v1.eid-order": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","eidOrderOpened":true,` +
+		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.5Z"},"changedAt":"2026-01-02T03:04:05.5Z"}`,
+	"collection.status-changed.v1.input": `{"from":"LOGIN","to":"COLLECTION_INPUT_PENDING","requiredInputTypes":["EMAIL"],` +
+		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05Z"},"changedAt":"2026-01-02T03:04:05Z"}`,
+	"collection.status-changed.v1.instructions": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","instructionCount":1,` +
+		`"changedAt":"2026-01-02T03:04:05Z"}`,
+	"collection.status-changed.v2": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06Z"}`,
+	"collection.status-changed.v2.eid-order": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","eidOrderOpened":true,` +
+		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.5Z"},"changedAt":"2026-01-02T03:04:05.5Z"}`,
+	"collection.status-changed.v2.input": `{"from":"LOGIN","to":"COLLECTION_INPUT_PENDING","requiredInputTypes":["EMAIL"],` +
+		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05Z"},"changedAt":"2026-01-02T03:04:05Z"}`,
+	"collection.status-changed.v2.instructions": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","instructionCount":2,` +
+		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:05:05Z"},"changedAt":"2026-01-02T03:04:05Z"}`,
+	"collection.wealth-collected.v1": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
+		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08Z"}`,
+}
+
+// neverAudited are values of the stored examples that the audit history must never show:
+// personal data, collected values, free text, tokens, secrets, file names and fingerprints.
+var neverAudited = []string{
+	"199001010017", "191212121212", "Tolvan", "tolvan@example.se", "46701234567", "Stockholm", // personal data
+	"H-123", "189.5", "MONTHLY", "2027-03-01", "ITP-0001", "512345.5", "Tjänstepension", "SE4550000000058398257466",
+	"10523.75", "1234", "30000", "2100000", "3.42", "Global Index", "SE0000000001", "ISK", "MORTGAGE", "OCCUPATIONAL", // collected values
+	"Open the electronic-ID app", "Scan the QR code", "Enter the e-mail", "Run the requests", // the company's free text
+	"67df3917", "7c40b5c9", "d28db9a7", "device-token", "company.example", "autoStartToken", // EID tokens, secrets, requests
+	"letter.pdf", "releve-de-carriere.pdf", "JVBERi0", // file names and content
+	"5b0a4e5a", "5e884898", "9f2c", // digests, key hashes and request fingerprints
+	"6f1c2a9e", "0190f4a2", "Acme AB", "embedded", "r1", // the user's id, ids the URL already gives, names, hosts
+}
+
+func TestAuditSummaryOfEveryStoredExample(t *testing.T) {
+	r := registry(t)
+	files, err := filepath.Glob("testdata/examples/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		m := exampleName.FindStringSubmatch(name)
+		if m == nil {
+			t.Fatalf("%s: name is not <type>.v<version>[.<variant>].json", f)
+		}
+		version, _ := strconv.Atoi(m[2])
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary, gotVersion, err := r.AuditSummary(eventschema.Envelope{EventID: "e", Type: m[1], SchemaVersion: version,
+			Stream: "s", Payload: raw})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		seen[name] = true
+		if current, _ := r.CurrentVersion(m[1]); gotVersion != current {
+			t.Errorf("%s: summary of version %d, want the current %d", name, gotVersion, current)
+		}
+		want, ok := auditSummaries[name]
+		if !ok {
+			t.Errorf("%s: no expected summary; its summary is %s", name, summary)
+			continue
+		}
+		if !jsonEqual(t, summary, []byte(want)) {
+			t.Errorf("%s: summary\n got %s\nwant %s", name, summary, want)
+		}
+		for _, value := range neverAudited {
+			if strings.Contains(string(summary), value) {
+				t.Errorf("%s: summary %s shows %q", name, summary, value)
+			}
+		}
+	}
+	for name := range auditSummaries {
+		if !seen[name] {
+			t.Errorf("expected summary of %s, which is not a stored example", name)
+		}
+	}
+}
+
+// TestAuditSummaryOfUnknownIsTheEnvelopeOnly: a type or version written by a newer build has no
+// summary, whatever its payload holds.
+func TestAuditSummaryOfUnknownIsTheEnvelopeOnly(t *testing.T) {
+	r := registry(t)
+	for _, env := range []eventschema.Envelope{
+		{Type: "consent.granted", SchemaVersion: 1, Payload: json.RawMessage(`{"personalNumber":"199001010017"}`)},
+		{Type: "consent.granted", SchemaVersion: 4, Payload: json.RawMessage(`["not an object"]`)},
+		{Type: collection.EventClaimed, SchemaVersion: 9, Payload: json.RawMessage(`{"workerId":"w","secret":"x"}`)},
+	} {
+		summary, version, err := r.AuditSummary(env)
+		if err != nil || summary != nil || version != env.SchemaVersion {
+			t.Errorf("%s v%d: summary %s, version %d, %v; want none, %d", env.Type, env.SchemaVersion, summary, version, err, env.SchemaVersion)
+		}
+	}
+	// A payload of a known type that does not decode is an error, not an empty summary.
+	if _, _, err := r.AuditSummary(eventschema.Envelope{Type: collection.EventClaimed, SchemaVersion: 1,
+		Payload: json.RawMessage(`["not","an","object"]`)}); err == nil {
+		t.Fatal("a malformed payload of a known type was summarised")
+	}
+}
+
+func jsonEqual(t *testing.T, got, want []byte) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("%s: %v", want, err)
+	}
+	return reflect.DeepEqual(g, w)
+}
