@@ -263,3 +263,29 @@ func TestTopicRules(t *testing.T) {
 		t.Fatal("an envelope without id and stream was accepted")
 	}
 }
+
+// TestUnknownInsuranceTypeIsAbsent: an insurance whose type the company did not report is
+// recorded without insuranceType (unknown is absent, never ""), and reads back as unknown;
+// events written before, which always carry a type, still validate (TestEveryStoredExampleDecodes).
+func TestUnknownInsuranceTypeIsAbsent(t *testing.T) {
+	r := registry(t)
+	_, version, payload, err := r.Encode(collection.InsurancesCollected{CollectedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Insurances: []collection.Insurance{{ID: "ins-1"}, {ID: "ins-2", InsuranceType: "HOME"}}})
+	if err != nil {
+		t.Fatalf("an insurance of unknown type was refused: %v", err)
+	}
+	if strings.Contains(string(payload), `"insuranceType":""`) || !strings.Contains(string(payload), `{"id":"ins-1"}`) {
+		t.Fatalf("payload = %s, want the unknown type left out", payload)
+	}
+	e, err := r.Decode(eventschema.Envelope{Type: collection.EventInsurancesCollected, SchemaVersion: version, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.(collection.InsurancesCollected).Insurances; got[0].InsuranceType != "" || got[1].InsuranceType != "HOME" {
+		t.Fatalf("decoded %+v", got)
+	}
+	if err := r.Validate(collection.EventInsurancesCollected, 1,
+		[]byte(`{"insurances":[{"id":"i","insuranceType":""}],"collectedAt":"2026-01-02T03:04:05Z"}`)); err == nil {
+		t.Fatal(`an empty insuranceType is valid; unknown must be absent`)
+	}
+}

@@ -102,7 +102,7 @@ type InsurancesCollected struct {
 // data point is never 0 or "".
 type Insurance struct {
 	ID               string   `json:"id"`
-	InsuranceType    string   `json:"insuranceType"`
+	InsuranceType    string   `json:"insuranceType,omitempty"` // "" is unknown, left out
 	InsuranceNumber  *string  `json:"insuranceNumber,omitempty"`
 	DisplayName      *string  `json:"displayName,omitempty"`
 	Premium          *float64 `json:"premium,omitempty"`

@@ -181,7 +181,7 @@ func (s *ClickHouseStore) Get(ctx context.Context, tenant, collectionID string) 
 		return Row{}, err
 	}
 	if !ok {
-		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+		return Row{}, fmt.Errorf("collection data %s: %w", collectionID, readdb.ErrNotFound)
 	}
 	return found, nil
 }
@@ -212,7 +212,7 @@ func (s *ClickHouseStore) Document(ctx context.Context, tenant, collectionID, do
 		return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
 	}
 	if !ok {
-		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, ErrNotFound)
+		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, readdb.ErrNotFound)
 	}
 	return found, nil
 }

@@ -2,8 +2,9 @@
 // (GET /collections/{id}/insurance/data, /wealth/data, /wealth/career-statement and the old
 // GET /data): one row per collection with everything it collected, and one row per document a
 // company returned. The Store port is declared here with its SQLite and ClickHouse adapters, the
-// DDL of each, the Projector that folds collection events into rows, and QueryReader, which
-// serves the query side's port; datatest is the contract suite both adapters pass.
+// DDL of each, the Projector that folds collection events into rows, and the Reader, which
+// serves the query side's port (query.DataReader); datatest is the contract suite both adapters
+// pass.
 //
 // Unlike the audit history, this read model must hold personal data: the data endpoints return
 // it to the client that owns the collection. It is kept apart from everything else in columns
@@ -14,17 +15,12 @@ package collectiondata
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/projections/readdb"
 )
-
-// ErrNotFound is returned for a collection or document the read model does not hold, or one
-// that belongs to another tenant: a client must not learn that another client's data exists.
-var ErrNotFound = errors.New("collection data not found")
 
 // Row is one collection's collected data.
 type Row struct {
@@ -108,13 +104,14 @@ type Store interface {
 	// revision per key wins. Documents go first so that a write interrupted between the two
 	// leaves the row's revision behind, and the redelivered events write the documents again.
 	Upsert(ctx context.Context, rows []Row, docs []Document) error
-	// Get returns tenant's collection, or ErrNotFound when it does not exist or belongs to
-	// another tenant.
+	// Get returns tenant's collection, or readdb.ErrNotFound when it does not exist or belongs
+	// to another tenant: a client must not learn that another client's data exists.
 	Get(ctx context.Context, tenant, collectionID string) (Row, error)
 	// Documents lists the documents of tenant's collection without their content, oldest
 	// first (by At, then DocumentID); empty for an unknown collection or another tenant's.
 	Documents(ctx context.Context, tenant, collectionID string) ([]Document, error)
-	// Document returns one document of tenant's collection with its content, or ErrNotFound.
+	// Document returns one document of tenant's collection with its content, or
+	// readdb.ErrNotFound.
 	Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error)
 	// Reset removes every row and document, before a rebuild from the event store.
 	Reset(ctx context.Context) error

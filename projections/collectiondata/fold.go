@@ -72,7 +72,9 @@ func mergeNames(have, names map[string]string) map[string]string {
 }
 
 // mergePersonalInformation takes every data point the newer report knows and keeps the older
-// report's others.
+// report's others. An empty string is unknown like nil (events recorded before the companies'
+// adapters dropped such values carry them): it neither replaces a known value nor counts as one,
+// and personal information with nothing known stays nil.
 func mergePersonalInformation(have, next *collection.PersonalInformation) *collection.PersonalInformation {
 	if next == nil {
 		return have
@@ -96,14 +98,19 @@ func mergePersonalInformation(have, next *collection.PersonalInformation) *colle
 		pick(&addr.PostalCode, next.Address.PostalCode)
 		pick(&addr.City, next.Address.City)
 		pick(&addr.Country, next.Address.Country)
-		out.Address = &addr
+		if addr != (collection.Address{}) {
+			out.Address = &addr
+		}
+	}
+	if out == (collection.PersonalInformation{}) {
+		return nil
 	}
 	return &out
 }
 
-// pick sets *dst to v when v is known.
-func pick[T any](dst **T, v *T) {
-	if v != nil {
+// pick sets *dst to v when v is known: neither nil nor "".
+func pick(dst **string, v *string) {
+	if v != nil && *v != "" {
 		*dst = v
 	}
 }

@@ -66,21 +66,43 @@ ON CONFLICT (collection_id, document_id) DO UPDATE SET
 	at_ms = excluded.at_ms, revision = excluded.revision, personal_content = excluded.personal_content
 WHERE excluded.revision > collection_documents.revision`
 
+// The data endpoints' reads, prepared once.
+const (
+	sqliteGet = `SELECT ` + sqliteColumns + ` FROM collection_data WHERE collection_id = ? AND tenant = ?`
+	// sqliteDocuments lists without the content: listing must stay cheap however large the files are.
+	sqliteDocuments = `SELECT ` + sqliteDocMeta + ` FROM collection_documents
+		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`
+	sqliteDocument = `SELECT ` + sqliteDocMeta + `, personal_content FROM collection_documents
+		WHERE collection_id = ? AND document_id = ? AND tenant = ?`
+)
+
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
-	db *sql.DB
+	db                          *sql.DB
+	prepared                    readdb.Statements
+	get, documents, getDocument *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
 
-// NewSQLite creates the read model's tables in db when missing and returns the store. The
-// caller keeps ownership of db.
+// NewSQLite creates the read model's tables in db when missing, prepares its reads and returns
+// the store. The caller keeps ownership of db and closes the store before it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_data: %w", err)
 	}
-	return &SQLiteStore{db: db}, nil
+	s := &SQLiteStore{db: db}
+	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	s.documents = s.prepared.Prepare(ctx, db, sqliteDocuments)
+	s.getDocument = s.prepared.Prepare(ctx, db, sqliteDocument)
+	if err := s.prepared.Err(); err != nil {
+		return nil, fmt.Errorf("open sqlite collection_data: %w", err)
+	}
+	return s, nil
 }
+
+// Close releases the prepared statements; the database stays open.
+func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
@@ -143,13 +165,13 @@ func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row
 		found Row
 		ok    bool
 	)
-	err := readdb.SQLiteEach(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) { found, ok = r, true },
-		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id = ? AND tenant = ?`, collectionID, tenant)
+	err := readdb.SQLiteStmtEach(ctx, s.get, "collection data", scanSQLiteRow, func(r Row) { found, ok = r, true },
+		collectionID, tenant)
 	if err != nil {
 		return Row{}, err
 	}
 	if !ok {
-		return Row{}, fmt.Errorf("collection %s: %w", collectionID, ErrNotFound)
+		return Row{}, fmt.Errorf("collection data %s: %w", collectionID, readdb.ErrNotFound)
 	}
 	return found, nil
 }
@@ -157,9 +179,8 @@ func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row
 // Documents implements Store.
 func (s *SQLiteStore) Documents(ctx context.Context, tenant, collectionID string) ([]Document, error) {
 	var out []Document
-	err := readdb.SQLiteEach(ctx, s.db, "collection documents", scanSQLiteDocMeta, func(d Document) { out = append(out, d) },
-		`SELECT `+sqliteDocMeta+` FROM collection_documents
-		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`, collectionID, tenant)
+	err := readdb.SQLiteStmtEach(ctx, s.documents, "collection documents", scanSQLiteDocMeta,
+		func(d Document) { out = append(out, d) }, collectionID, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
 	}
@@ -172,14 +193,13 @@ func (s *SQLiteStore) Document(ctx context.Context, tenant, collectionID, docume
 		found Document
 		ok    bool
 	)
-	err := readdb.SQLiteEach(ctx, s.db, "collection documents", scanSQLiteDoc, func(d Document) { found, ok = d, true },
-		`SELECT `+sqliteDocMeta+`, personal_content FROM collection_documents
-		WHERE collection_id = ? AND document_id = ? AND tenant = ?`, collectionID, documentID, tenant)
+	err := readdb.SQLiteStmtEach(ctx, s.getDocument, "collection documents", scanSQLiteDoc,
+		func(d Document) { found, ok = d, true }, collectionID, documentID, tenant)
 	if err != nil {
 		return Document{}, fmt.Errorf("read document %s/%s: %w", collectionID, documentID, err)
 	}
 	if !ok {
-		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, ErrNotFound)
+		return Document{}, fmt.Errorf("document %s/%s: %w", collectionID, documentID, readdb.ErrNotFound)
 	}
 	return found, nil
 }

@@ -32,14 +32,11 @@ const (
 // lagging behind the status: projections catch up within moments, so the client may retry soon.
 const notFinishedRetryAfter = "1"
 
-// careerStatementFileName names the download when the company gave the file no name.
-const careerStatementFileName = "career-statement.pdf"
-
 // registerData mounts the data routes. They need Deps.Data besides what every query route needs.
 func (h *handlers) registerData(r gin.IRoutes) {
 	r.GET("/collections/:collectionId/insurance/data", h.insuranceData)
 	r.GET("/collections/:collectionId/wealth/data", h.wealthData)
-	r.GET("/collections/:collectionId/wealth/career-statement", h.careerStatement)
+	r.GET(presenter.CareerStatementPath(":collectionId"), h.careerStatement)
 	r.GET("/data", h.legacyData)
 }
 
@@ -62,7 +59,7 @@ func (h *handlers) wealthData(c *gin.Context) {
 }
 
 // careerStatement serves the French pension-information company's career statement as the PDF
-// it is.
+// it is, at the path the wealth data names (presenter.CareerStatementPath).
 func (h *handlers) careerStatement(c *gin.Context) {
 	id := c.Param("collectionId")
 	onlyFrench := func(view query.StatusView) bool {
@@ -91,11 +88,11 @@ func (h *handlers) careerStatement(c *gin.Context) {
 	}
 	name := doc.FileName
 	if name == "" {
-		name = careerStatementFileName
+		name = presenter.CareerStatementFileName
 	}
 	disposition := mime.FormatMediaType("attachment", map[string]string{"filename": name})
 	if disposition == "" { // a name the header cannot carry
-		disposition = mime.FormatMediaType("attachment", map[string]string{"filename": careerStatementFileName})
+		disposition = mime.FormatMediaType("attachment", map[string]string{"filename": presenter.CareerStatementFileName})
 	}
 	c.Header("Content-Disposition", disposition)
 	c.Header("Cache-Control", "no-store")

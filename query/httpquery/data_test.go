@@ -2,6 +2,7 @@ package httpquery_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -297,6 +298,41 @@ func TestCareerStatement(t *testing.T) {
 	e.data.docs[frID] = d
 	if cd := e.get(t, "/collections/"+frID+"/wealth/career-statement", dataAcmeKey, "").Header().Get("Content-Disposition"); cd != `attachment; filename=career-statement.pdf` {
 		t.Fatalf("Content-Disposition = %q", cd)
+	}
+}
+
+// TestWealthDataNamesTheCareerStatement: the French company's wealth data carries the career
+// statement on both versions, with the path that serves it, so a client learns from the data
+// that the PDF exists; wealth data without a statement has no such member.
+func TestWealthDataNamesTheCareerStatement(t *testing.T) {
+	e := newDataEnv(t)
+	doc := e.data.docs[frID]
+	fr := e.data.views[frID]
+	fr.CareerStatement = &query.DocumentInfo{Kind: doc.Kind, ContentType: doc.ContentType, FileName: doc.FileName, Size: doc.Size}
+	e.data.views[frID] = fr
+	for _, v := range []string{"2025-01-01", "2026-04-01"} {
+		var body struct {
+			CareerStatement *struct {
+				FileName    string `json:"fileName"`
+				ContentType string `json:"contentType"`
+				SizeBytes   int64  `json:"sizeBytes"`
+				Href        string `json:"href"`
+			} `json:"careerStatement"`
+		}
+		if err := json.Unmarshal([]byte(dataOK(t, e.get(t, "/collections/"+frID+"/wealth/data", dataAcmeKey, v), v)), &body); err != nil {
+			t.Fatal(err)
+		}
+		cs := body.CareerStatement
+		if cs == nil || cs.FileName != "relevé de carrière.pdf" || cs.ContentType != "application/pdf" ||
+			cs.SizeBytes != int64(len(statementB)) || cs.Href != "/collections/"+frID+"/wealth/career-statement" {
+			t.Fatalf("%s: careerStatement = %+v", v, cs)
+		}
+		if got := dataOK(t, e.get(t, cs.Href, dataAcmeKey, v), v); got != statementB {
+			t.Fatalf("%s: %s serves %q", v, cs.Href, got)
+		}
+		if got := dataOK(t, e.get(t, "/collections/"+wealthID+"/wealth/data", dataAcmeKey, v), v); strings.Contains(got, "careerStatement") {
+			t.Fatalf("%s: wealth data without a statement: %s", v, got)
+		}
 	}
 }
 

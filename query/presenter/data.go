@@ -12,7 +12,10 @@ import (
 // when no conclusion is possible), never rendered as 0 or "". Holdings are left out when none
 // were reported: the company's data cannot tell "none" from "not reported". Top-level lists are
 // always present, [] when the company had none of that product. personalInformation is always
-// present: null when unknown on 2026-04-01, an object without the unknown keys on 2025-01-01.
+// present: null when nothing of it is known on 2026-04-01, an object without the unknown keys on
+// 2025-01-01; an empty string or an empty address is unknown too (events recorded before the
+// companies' adapters dropped them carry such values). A wealth body names the career statement
+// when the company returned one (careerStatement, both versions), absent otherwise.
 
 // Keys of the 2025-01-01 personalInformation map. They follow that version's input map
 // (UPPER_SNAKE keys such as SWEDISH_PERSONAL_NUMBER) and name exactly the typed object's fields,
@@ -30,6 +33,38 @@ const (
 	PersonalKeyAddressCountry    = "ADDRESS_COUNTRY"
 )
 
+// CareerStatementRef is the wealth data's pointer to the French career statement: what the file
+// is and where GET /collections/{id}/wealth/career-statement serves it.
+type CareerStatementRef struct {
+	FileName    string `json:"fileName"`
+	ContentType string `json:"contentType"`
+	SizeBytes   int64  `json:"sizeBytes"`
+	Href        string `json:"href"`
+}
+
+// CareerStatementFileName names the statement when the company gave the file no name; the
+// download uses it too, so that the data and the file agree.
+const CareerStatementFileName = "career-statement.pdf"
+
+// CareerStatementPath is the path that serves a collection's career statement.
+func CareerStatementPath(collectionID string) string {
+	return "/collections/" + collectionID + "/wealth/career-statement"
+}
+
+// careerStatement is the reference to v's career statement, nil when it has none.
+func careerStatement(v query.DataView) *CareerStatementRef {
+	d := v.CareerStatement
+	if d == nil {
+		return nil
+	}
+	name := d.FileName
+	if name == "" {
+		name = CareerStatementFileName
+	}
+	return &CareerStatementRef{FileName: name, ContentType: d.ContentType, SizeBytes: d.Size,
+		Href: CareerStatementPath(v.CollectionID)}
+}
+
 // InsuranceDataResponse is the body of GET /collections/{collectionId}/insurance/data, the same
 // in both versions.
 type InsuranceDataResponse struct {
@@ -46,6 +81,7 @@ type WealthDataV20250101 struct {
 	PersonalInformation map[string]string       `json:"personalInformation"`
 	Pensions            []query.PensionView     `json:"pensions"`
 	Investments         []collection.Investment `json:"investments"`
+	CareerStatement     *CareerStatementRef     `json:"careerStatement,omitempty"`
 }
 
 // WealthDataV20260401 is the body of GET /collections/{collectionId}/wealth/data on
@@ -61,6 +97,7 @@ type WealthDataV20260401 struct {
 	Psd2CheckingAccounts []collection.PSD2Account        `json:"psd2CheckingAccounts"`
 	Psd2SavingsAccounts  []collection.PSD2Account        `json:"psd2SavingsAccounts"`
 	Psd2CreditCards      []collection.PSD2CreditCard     `json:"psd2CreditCards"`
+	CareerStatement      *CareerStatementRef             `json:"careerStatement,omitempty"`
 }
 
 // LegacyInsuranceData is the body of GET /data?collectionId=… (2025-01-01 only) for an
@@ -81,6 +118,7 @@ type LegacyWealthData struct {
 	PersonalInformation map[string]string       `json:"personalInformation"`
 	Pensions            []query.PensionView     `json:"pensions"`
 	Investments         []collection.Investment `json:"investments"`
+	CareerStatement     *CareerStatementRef     `json:"careerStatement,omitempty"`
 }
 
 // InsuranceData presents an insurance collection's data.
@@ -103,17 +141,17 @@ func WealthDataStable(v query.DataView) WealthDataV20250101 {
 	return WealthDataV20250101{
 		CollectionID: v.CollectionID, Company: v.Company,
 		PersonalInformation: PersonalInformationMap(v.PersonalInformation),
-		Pensions:            list(v.Pensions), Investments: list(v.Investments),
+		Pensions:            list(v.Pensions), Investments: list(v.Investments), CareerStatement: careerStatement(v),
 	}
 }
 
 // WealthDataPreview presents wealth data in the 2026-04-01 shape.
 func WealthDataPreview(v query.DataView) WealthDataV20260401 {
 	return WealthDataV20260401{
-		CollectionID: v.CollectionID, Company: v.Company, PersonalInformation: v.PersonalInformation,
+		CollectionID: v.CollectionID, Company: v.Company, PersonalInformation: KnownPersonalInformation(v.PersonalInformation),
 		Pensions: list(v.Pensions), Investments: list(v.Investments), Loans: list(v.Loans), Savings: list(v.Savings),
 		Psd2CheckingAccounts: list(v.CheckingAccounts), Psd2SavingsAccounts: list(v.SavingsAccounts),
-		Psd2CreditCards: list(v.CreditCards),
+		Psd2CreditCards: list(v.CreditCards), CareerStatement: careerStatement(v),
 	}
 }
 
@@ -123,21 +161,53 @@ func LegacyData(v query.DataView) any {
 	if v.Product == string(collection.ProductWealth) {
 		w := WealthDataStable(v)
 		return LegacyWealthData{CollectionID: w.CollectionID, Company: w.Company, Product: v.Product,
-			PersonalInformation: w.PersonalInformation, Pensions: w.Pensions, Investments: w.Investments}
+			PersonalInformation: w.PersonalInformation, Pensions: w.Pensions, Investments: w.Investments,
+			CareerStatement: w.CareerStatement}
 	}
 	return LegacyInsuranceData{CollectionID: v.CollectionID, Company: v.Company, Product: v.Product,
 		Insurances: list(v.Insurances)}
+}
+
+// KnownPersonalInformation is p with only its known values: an empty string is unknown, an
+// address with nothing known is absent, and personal information with nothing known is nil
+// (null on 2026-04-01).
+func KnownPersonalInformation(p *collection.PersonalInformation) *collection.PersonalInformation {
+	if p == nil {
+		return nil
+	}
+	out := collection.PersonalInformation{PersonalNumber: known(p.PersonalNumber), Name: known(p.Name),
+		FirstName: known(p.FirstName), LastName: known(p.LastName), Email: known(p.Email), PhoneNumber: known(p.PhoneNumber)}
+	if a := p.Address; a != nil {
+		addr := collection.Address{Street: known(a.Street), PostalCode: known(a.PostalCode), City: known(a.City),
+			Country: known(a.Country)}
+		if addr != (collection.Address{}) {
+			out.Address = &addr
+		}
+	}
+	if out == (collection.PersonalInformation{}) {
+		return nil
+	}
+	return &out
+}
+
+// known is v when it is known: nil for nil and for "".
+func known(v *string) *string {
+	if v == nil || *v == "" {
+		return nil
+	}
+	return v
 }
 
 // PersonalInformationMap is the 2025-01-01 key-value form of personal information: only the
 // known values, under the PersonalKey… keys; an empty map when nothing is known.
 func PersonalInformationMap(p *collection.PersonalInformation) map[string]string {
 	out := map[string]string{}
+	p = KnownPersonalInformation(p)
 	if p == nil {
 		return out
 	}
 	put := func(key string, v *string) {
-		if v != nil && *v != "" {
+		if v != nil {
 			out[key] = *v
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/query"
@@ -81,6 +82,10 @@ func fullInsuranceView() query.DataView {
 func TestDataGolden(t *testing.T) {
 	pi := fullWealthView()
 	pi.PersonalInformation = &collection.PersonalInformation{Name: dataStr(""), Address: &collection.Address{}}
+	fr := query.DataView{CollectionID: "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a99", Company: "fr-demo-pension-info",
+		Product: "WEALTH", Status: "COMPLETED", Pensions: []query.PensionView{{Pension: collection.Pension{ID: "P1"}}},
+		CareerStatement: &query.DocumentInfo{Kind: collection.DocumentFrenchCareerStatement, ContentType: "application/pdf",
+			FileName: "releve-de-carriere.pdf", Size: 48213, At: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
 	bodies := map[string]any{
 		"insurance":                          InsuranceData(fullInsuranceView()),
 		"insurance-empty":                    InsuranceData(query.DataView{CollectionID: "c0", Company: "x", Product: "INSURANCE"}),
@@ -92,6 +97,8 @@ func TestDataGolden(t *testing.T) {
 		"wealth-partial-personal-2026-04-01": WealthData("2026-04-01", pi),
 		"legacy-insurance":                   LegacyData(fullInsuranceView()),
 		"legacy-wealth":                      LegacyData(fullWealthView()),
+		"wealth-career-statement-2025-01-01": WealthData("2025-01-01", fr),
+		"wealth-career-statement-2026-04-01": WealthData("2026-04-01", fr),
 	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {

@@ -187,3 +187,64 @@ func TestPersonalInformationMap(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownPersonalInformationIsAbsent: on 2026-04-01 an empty string and an empty address are
+// unknown like nil, so they are left out, and personal information with nothing known is null;
+// on 2025-01-01 the map has no key for them. The view is not changed.
+func TestUnknownPersonalInformationIsAbsent(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        *collection.PersonalInformation
+		want2026  string
+		want2025  string
+		unchanged string
+	}{
+		{"nothing known", &collection.PersonalInformation{Name: dataStr(""), Email: dataStr(""), Address: &collection.Address{}},
+			`null`, `{}`, `{"name":"","address":{},"email":""}`},
+		{"an address of empty strings", &collection.PersonalInformation{Address: &collection.Address{City: dataStr(""), Country: dataStr("")}},
+			`null`, `{}`, `{"address":{"city":"","country":""}}`},
+		{"known values beside unknown ones", &collection.PersonalInformation{PersonalNumber: dataStr("191212121212"), Name: dataStr(""),
+			Address: &collection.Address{Street: dataStr(""), City: dataStr("Stockholm")}},
+			`{"personalNumber":"191212121212","address":{"city":"Stockholm"}}`,
+			`{"ADDRESS_CITY":"Stockholm","PERSONAL_NUMBER":"191212121212"}`,
+			`{"personalNumber":"191212121212","name":"","address":{"street":"","city":"Stockholm"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := query.DataView{PersonalInformation: tc.in}
+			if got := dataJSON(t, WealthDataPreview(v).PersonalInformation); got != tc.want2026 {
+				t.Errorf("2026-04-01: %s, want %s", got, tc.want2026)
+			}
+			if got := dataJSON(t, WealthDataStable(v).PersonalInformation); got != tc.want2025 {
+				t.Errorf("2025-01-01: %s, want %s", got, tc.want2025)
+			}
+			if got := dataJSON(t, tc.in); got != tc.unchanged {
+				t.Errorf("the view changed: %s", got)
+			}
+		})
+	}
+}
+
+// TestCareerStatementInWealthData: a wealth body names the career statement on both versions and
+// in the legacy GET /data, with the path that serves it; a nameless file takes the download's
+// name; without a statement the member is absent.
+func TestCareerStatementInWealthData(t *testing.T) {
+	v := wealthView()
+	v.CollectionID = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a99"
+	v.CareerStatement = &query.DocumentInfo{Kind: collection.DocumentFrenchCareerStatement, ContentType: "application/pdf", Size: 48213}
+	want := `"careerStatement":{"fileName":"career-statement.pdf","contentType":"application/pdf","sizeBytes":48213,` +
+		`"href":"/collections/0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a99/wealth/career-statement"}`
+	for name, body := range map[string]any{"2025-01-01": WealthData(VersionStable, v), "2026-04-01": WealthData(VersionPreview, v),
+		"legacy": LegacyData(v)} {
+		if got := dataJSON(t, body); !strings.Contains(got, want) {
+			t.Errorf("%s: %s lacks %s", name, got, want)
+		}
+	}
+	v.CareerStatement = nil
+	for name, body := range map[string]any{"2025-01-01": WealthData(VersionStable, v), "2026-04-01": WealthData(VersionPreview, v),
+		"legacy": LegacyData(v)} {
+		if got := dataJSON(t, body); strings.Contains(got, "careerStatement") {
+			t.Errorf("%s without a statement: %s", name, got)
+		}
+	}
+}

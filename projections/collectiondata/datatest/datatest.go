@@ -1,6 +1,6 @@
 // Package datatest is the contract suite of the collection-data read model. Every Store adapter
 // runs it; it covers the store on its own, the Projector writing through it (with real envelopes
-// encoded by the schema registry) and the QueryReader reading from it.
+// encoded by the schema registry) and the Reader reading from it through the query side's port.
 package datatest
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 	"github.com/samla/samla/query"
 )
@@ -42,7 +43,8 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorRedeliveryIsIdempotent", testProjectorRedelivery},
 		{"ProjectorIgnoresOtherCategoriesAndOrphans", testProjectorIgnores},
 		{"ProjectorKeepsUnknownAbsent", testProjectorUnknown},
-		{"QueryReader", testQueryReader},
+		{"ProjectorEmptyPersonalValuesAreUnknown", testProjectorEmptyPersonal},
+		{"ReaderThroughItsPort", testReader},
 	}.Run(t, open)
 }
 
@@ -140,7 +142,7 @@ func testRoundTrip(t *testing.T, s collectiondata.Store) {
 	odd := full(`c-'quote"\back`, `t'en\ant`, 1)
 	upsert(t, s, []collectiondata.Row{odd})
 	assertEqual(t, "odd row", get(t, s, odd.Tenant, odd.CollectionID), stored(odd))
-	if _, err := s.Get(ctx(t), "acme", odd.CollectionID); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", odd.CollectionID); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get with another tenant: %v", err)
 	}
 }
@@ -306,19 +308,19 @@ func testBatchDuplicates(t *testing.T, s collectiondata.Store) {
 func testTenantIsolation(t *testing.T, s collectiondata.Store) {
 	upsert(t, s, []collectiondata.Row{full("c-acme", "acme", 2), full("c-other", "other", 2)},
 		doc("c-acme", "acme", "d-1", 2, "%PDF-acme"))
-	if _, err := s.Get(ctx(t), "other", "c-acme"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "other", "c-acme"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get of another tenant's collection: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Get(ctx(t), "acme", "c-unknown"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", "c-unknown"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get of an unknown collection: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Get(ctx(t), "", "c-acme"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "", "c-acme"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get with an empty tenant: err = %v, want ErrNotFound", err)
 	}
 	if docs, err := s.Documents(ctx(t), "other", "c-acme"); err != nil || len(docs) != 0 {
 		t.Fatalf("Documents of another tenant's collection = %v, %v", docs, err)
 	}
-	if _, err := s.Document(ctx(t), "other", "c-acme", "d-1"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Document(ctx(t), "other", "c-acme", "d-1"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Document of another tenant's collection: err = %v, want ErrNotFound", err)
 	}
 	if got := get(t, s, "other", "c-other"); got.Tenant != "other" {
@@ -355,7 +357,7 @@ func testDocuments(t *testing.T, s collectiondata.Store) {
 	if got := getDoc(t, s, "acme", "c-1", "d-erased"); got.Content != nil {
 		t.Fatalf("a document without content came back with %d bytes", len(got.Content))
 	}
-	if _, err := s.Document(ctx(t), "acme", "c-1", "d-x"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Document(ctx(t), "acme", "c-1", "d-x"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("a document of another collection: err = %v, want ErrNotFound", err)
 	}
 	if docs, err := s.Documents(ctx(t), "acme", "c-unknown"); err != nil || len(docs) != 0 {
@@ -368,10 +370,10 @@ func testReset(t *testing.T, s collectiondata.Store) {
 	if err := s.Reset(ctx(t)); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
-	if _, err := s.Get(ctx(t), "acme", "c-1"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", "c-1"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get after Reset: err = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Document(ctx(t), "acme", "c-1", "d-1"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Document(ctx(t), "acme", "c-1", "d-1"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Document after Reset: err = %v, want ErrNotFound", err)
 	}
 	// A rebuild writes revisions from 0 again.
@@ -514,7 +516,7 @@ func testProjectorInsuranceLife(t *testing.T, s collectiondata.Store) {
 	life, want := insuranceLife(log, "acme", "c-ins", base)
 	handle(t, p, life.envs)
 	assertEqual(t, "row", get(t, s, "acme", "c-ins"), want)
-	if _, err := s.Get(ctx(t), "other", "c-ins"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "other", "c-ins"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("another tenant sees the collection: %v", err)
 	}
 }
@@ -641,10 +643,10 @@ func testProjectorIgnores(t *testing.T, s collectiondata.Store) {
 		log.Append("acme", orphan, base, collection.DocumentCollected{Document: withTime(collection.NewDocument(
 			"d", collection.DocumentFrenchCareerStatement, "application/pdf", "", []byte("%PDF")), base)}),
 	})
-	if _, err := s.Get(ctx(t), "acme", "c-orphan"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Get(ctx(t), "acme", "c-orphan"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("orphan data created a row: %v", err)
 	}
-	if _, err := s.Document(ctx(t), "acme", "c-orphan", "d"); !errors.Is(err, collectiondata.ErrNotFound) {
+	if _, err := s.Document(ctx(t), "acme", "c-orphan", "d"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("orphan document was stored: %v", err)
 	}
 	// An event type this build does not know is skipped, not a failure.
@@ -671,14 +673,46 @@ func testProjectorUnknown(t *testing.T, s collectiondata.Store) {
 	assertEqual(t, "view", v, want)
 }
 
-func testQueryReader(t *testing.T, s collectiondata.Store) {
+// testProjectorEmptyPersonalValuesAreUnknown: an empty string or an empty address in a report
+// of personal information is unknown, like a missing value: it does not replace what an earlier
+// report knew, and a report of nothing but such values leaves the personal information unknown.
+func testProjectorEmptyPersonal(t *testing.T, s collectiondata.Store) {
+	log := eventlog.New(t)
+	p := collectiondata.NewProjector(log.Registry(), s)
+	empty := func() *collection.PersonalInformation {
+		return &collection.PersonalInformation{Name: sp(""), Email: sp(""), Address: &collection.Address{City: sp("")}}
+	}
+
+	st := newStream(log, "acme", "c-merge", base)
+	st.start(collection.ProductWealth, "se-demo-pension")
+	st.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second), Personal: &collection.WealthPersons{
+		PersonalInformation: &collection.PersonalInformation{Name: sp("Jean Dupont"), Address: &collection.Address{City: sp("Paris")}}}})
+	st.add(2*time.Second, collection.WealthCollected{CollectedAt: base.Add(2 * time.Second),
+		Personal: &collection.WealthPersons{PersonalInformation: empty()}})
+	st.status(3*time.Second, collection.StatusRunning, collection.StatusCompleted)
+	handle(t, p, st.envs)
+	assertEqual(t, "merged personal information", get(t, s, "acme", "c-merge").Personal.PersonalInformation,
+		&collection.PersonalInformation{Name: sp("Jean Dupont"), Address: &collection.Address{City: sp("Paris")}})
+
+	only := newStream(log, "acme", "c-empty-personal", base)
+	only.start(collection.ProductWealth, "se-demo-pension")
+	only.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second),
+		Personal: &collection.WealthPersons{PersonalInformation: empty()}})
+	only.status(2*time.Second, collection.StatusRunning, collection.StatusCompleted)
+	handle(t, p, only.envs)
+	if got := get(t, s, "acme", "c-empty-personal").Personal.PersonalInformation; got != nil {
+		t.Fatalf("nothing known came back as %#v", got)
+	}
+}
+
+func testReader(t *testing.T, s collectiondata.Store) {
 	log := eventlog.New(t)
 	p := collectiondata.NewProjector(log.Registry(), s)
 	life, _, wantDoc := wealthLife(log, "acme", "c-fr", base)
 	handle(t, p, life.envs)
 	ins, _ := insuranceLife(log, "acme", "c-ins", base)
 	handle(t, p, ins.envs)
-	r := collectiondata.NewQueryReader(s)
+	var r query.DataReader = collectiondata.NewReader(s)
 
 	v, err := r.GetData(ctx(t), "acme", "c-fr")
 	if err != nil {
@@ -696,9 +730,13 @@ func testQueryReader(t *testing.T, s collectiondata.Store) {
 	if v.Company != "fr-demo-pension-info" || v.Product != "WEALTH" || v.Status != "COMPLETED" || v.Insurances != nil {
 		t.Fatalf("view = %#v", v)
 	}
+	// The data names the career statement, so that a client learns from it that the PDF exists.
+	assertEqual(t, "career statement", v.CareerStatement, &query.DocumentInfo{Kind: wantDoc.Kind,
+		ContentType: wantDoc.ContentType, FileName: wantDoc.FileName, Size: wantDoc.Size, At: wantDoc.At})
 	vi, err := r.GetData(ctx(t), "acme", "c-ins")
 	if err != nil || len(vi.Insurances) != 2 || vi.Insurances[0].HolderName == nil ||
-		*vi.Insurances[0].HolderName != "Tolvan Tolvansson" || vi.Insurances[1].HolderName != nil || vi.PersonalInformation != nil {
+		*vi.Insurances[0].HolderName != "Tolvan Tolvansson" || vi.Insurances[1].HolderName != nil || vi.PersonalInformation != nil ||
+		vi.CareerStatement != nil {
 		t.Fatalf("insurance view = %#v, %v", vi, err)
 	}
 
@@ -717,6 +755,22 @@ func testQueryReader(t *testing.T, s collectiondata.Store) {
 	if d, err := r.GetDocument(ctx(t), "acme", "c-fr", collection.DocumentFrenchCareerStatement); err != nil || d.DocumentID != "d-newer" {
 		t.Fatalf("GetDocument after a newer statement = %s, %v", d.DocumentID, err)
 	}
+	if v, err := r.GetData(ctx(t), "acme", "c-fr"); err != nil || v.CareerStatement == nil || v.CareerStatement.Size != newer.Size ||
+		!v.CareerStatement.At.Equal(newer.At.Truncate(time.Millisecond)) {
+		t.Fatalf("career statement after a newer one = %#v, %v", v.CareerStatement, err)
+	}
+	// A wealth collection without a statement names none.
+	plain, _, _ := wealthLife(log, "acme", "c-no-statement", base)
+	var withoutDoc []eventschema.Envelope
+	for _, env := range plain.envs {
+		if env.Type != collection.EventDocumentCollected {
+			withoutDoc = append(withoutDoc, env)
+		}
+	}
+	handle(t, p, withoutDoc)
+	if v, err := r.GetData(ctx(t), "acme", "c-no-statement"); err != nil || v.Product != "WEALTH" || v.CareerStatement != nil {
+		t.Fatalf("wealth data without a statement = %#v, %v", v, err)
+	}
 
 	for name, call := range map[string]func() error{
 		"data of another tenant": func() error { _, err := r.GetData(ctx(t), "other", "c-fr"); return err },
@@ -734,8 +788,12 @@ func testQueryReader(t *testing.T, s collectiondata.Store) {
 			return err
 		},
 	} {
-		if err := call(); !errors.Is(err, query.ErrNotFound) {
+		err := call()
+		if !errors.Is(err, query.ErrNotFound) {
 			t.Errorf("%s: err = %v, want query.ErrNotFound", name, err)
+		}
+		if errors.Is(err, readdb.ErrNotFound) {
+			t.Errorf("%s: err = %v carries the store's not-found error too", name, err)
 		}
 	}
 	// A statement whose content is gone (erased) is not served.
