@@ -134,7 +134,18 @@ func authenticate(keys KeyLookup, cache *authCache) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		key := c.GetHeader(HeaderAPIKey)
+		sent := c.Request.Header.Values(HeaderAPIKey)
+		if len(sent) > 1 {
+			// Which of several keys counts is not for the server to guess: taking the first
+			// would let a proxy's or another client's key act for this one.
+			WriteProblem(c, ValidationProblem("Send one Authorization-token header.",
+				FieldError{Field: HeaderAPIKey, Message: "must be sent once"}))
+			return
+		}
+		var key string
+		if len(sent) == 1 {
+			key = sent[0]
+		}
 		if key == "" {
 			unauthorized(c, "The Authorization-token header with an API key is required.")
 			return

@@ -16,10 +16,36 @@ import (
 // errTrailingData is a body with more after its JSON value.
 var errTrailingData = errors.New("unexpected data after the JSON value")
 
-// StrictDecode decodes exactly one JSON value from r into dst: unknown object members and
-// anything after the value are errors, so a client's typo never silently drops a field.
+// StrictDecode decodes exactly one JSON value from r into dst: unknown object members,
+// repeated members and anything after the value are errors, so a client's typo never silently
+// drops a field and a second value never hides behind the first. The value's shape is bounded
+// by the default Limits, except that strings are bounded by the body alone (see DecodeJSON).
 func StrictDecode(r io.Reader, dst any) error {
-	dec := json.NewDecoder(r)
+	return StrictDecodeWithin(r, dst, compatLimits)
+}
+
+// StrictUnmarshal is StrictDecode over bytes.
+func StrictUnmarshal(data []byte, dst any) error {
+	return strictUnmarshal(data, dst, compatLimits)
+}
+
+// StrictDecodeWithin is StrictDecode under limits: it reads r to its end (the body limit bounds
+// that), scans the value's shape and stops with a *ShapeError at the first place that breaks
+// limits or repeats a member, before anything is decoded; only a body that passes is decoded
+// into dst.
+func StrictDecodeWithin(r io.Reader, dst any, limits Limits) error {
+	data, err := readAll(r, 0)
+	if err != nil {
+		return err
+	}
+	return strictUnmarshal(data, dst, limits)
+}
+
+func strictUnmarshal(data []byte, dst any, limits Limits) error {
+	if err := limits.Check(data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return err
@@ -28,16 +54,20 @@ func StrictDecode(r io.Reader, dst any) error {
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 		return nil
-	case err != nil && IsBodyTooLarge(err):
-		return err
 	default:
 		return errTrailingData
 	}
 }
 
-// StrictUnmarshal is StrictDecode over bytes.
-func StrictUnmarshal(data []byte, dst any) error {
-	return StrictDecode(bytes.NewReader(data), dst)
+// readAll reads r to its end. sizeHint, when it is the exact size (a Content-Length within the
+// body limit), makes that one allocation.
+func readAll(r io.Reader, sizeHint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if sizeHint > 0 {
+		buf.Grow(int(sizeHint) + bytes.MinRead) // MinRead: room to see EOF without growing
+	}
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 const unknownFieldPrefix = "json: unknown field "
@@ -53,6 +83,17 @@ func JSONFieldError(prefix string, err error) (FieldError, bool) {
 			return prefix
 		}
 		return prefix + "." + name
+	}
+	var se *ShapeError
+	if errors.As(err, &se) {
+		if se.Path == "" && prefix == "" {
+			return FieldError{}, false
+		}
+		path := se.Path
+		if prefix != "" && strings.HasPrefix(path, "[") {
+			return FieldError{Field: prefix + path, Message: se.Reason()}, true
+		}
+		return FieldError{Field: join(path), Message: se.Reason()}, true
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
@@ -94,15 +135,62 @@ func jsonKind(t reflect.Type) string {
 	return "a value"
 }
 
-// DecodeJSON strictly decodes the request body into dst. On failure it has answered with the
-// fitting problem (413, 400 with field errors, or 400 MALFORMED_JSON) and returns false.
-func DecodeJSON(c *gin.Context, dst any) bool {
-	err := StrictDecode(c.Request.Body, dst)
+// DecodeJSON strictly decodes the request body into dst (StrictDecode's rules: unknown and
+// repeated members, trailing data and a body over the route's limit are refused). On failure it
+// has answered with the fitting problem (413, 400 with one field error, or 400 MALFORMED_JSON)
+// and returns false.
+//
+// A handler states the bounds of its body with one Limits, so that a small body cannot unfold
+// into millions of values; the scan stops at the first place that breaks them, which the 400
+// names ("parameters": "must hold at most 10 items"):
+//
+//	if !httpapi.DecodeJSON(c, &req, httpapi.Limits{Paths: map[string]httpapi.PathLimits{
+//		"parameters":                 {MaxItems: 10},
+//		"parameters[].contentBase64": {MaxStringBytes: base64.StdEncoding.EncodedLen(MaxPDFBytes)},
+//	}}) {
+//		return
+//	}
+//
+// Zero fields of the Limits take the Default* bounds (at most 10 levels, 64 items, 64 members,
+// 64 KiB strings). Without a Limits, DecodeJSON applies the same defaults except that strings
+// are bounded by the body limit alone: that keeps handlers that take a file in a string working
+// until they state their own bounds, and strings cannot unfold (a string costs about its own
+// bytes), but every handler should pass its Limits. More than one Limits is a wiring mistake
+// and panics.
+func DecodeJSON(c *gin.Context, dst any, limits ...Limits) bool {
+	lim := compatLimits
+	switch len(limits) {
+	case 0:
+	case 1:
+		lim = limits[0]
+	default:
+		panic("httpapi.DecodeJSON: at most one Limits")
+	}
+	err := decodeBody(c, dst, lim)
 	if err == nil {
 		return true
 	}
 	WriteProblem(c, DecodeProblem("", err))
 	return false
+}
+
+// decodeBody reads the body in one allocation when its Content-Length is known and within the
+// route's limit (a larger one fails at the first read anyway).
+func decodeBody(c *gin.Context, dst any, lim Limits) error {
+	var hint int64
+	if v, ok := c.Get(ginBodyKey); ok {
+		if n := c.Request.ContentLength; n > 0 && n <= v.(*limitedBody).limit {
+			hint = n
+		}
+	}
+	if c.Request.Body == nil {
+		return io.EOF
+	}
+	data, err := readAll(c.Request.Body, hint)
+	if err != nil {
+		return err
+	}
+	return strictUnmarshal(data, dst, lim)
 }
 
 // DecodeProblem maps an error of StrictDecode or StrictUnmarshal to its problem.
@@ -115,6 +203,11 @@ func DecodeProblem(prefix string, err error) Problem {
 	}
 	if fe, ok := JSONFieldError(prefix, err); ok {
 		return ValidationProblem("The request has invalid members.", fe)
+	}
+	var se *ShapeError
+	if errors.As(err, &se) {
+		// The body as a whole breaks a bound (a root array too long, say): no member to name.
+		return ValidationProblem("The request body " + se.Reason() + ".")
 	}
 	detail := "The request body is not a valid JSON object."
 	switch {

@@ -35,9 +35,11 @@ type Options struct {
 // wiring mistake that must stop the process at start, not a request-time condition.
 //
 // The chain, outermost first: request/correlation ids → metrics and access log → recovery →
-// Service-Version → authentication → rate limit → body limit → JSON content type. Metrics sit
-// outside recovery so panics count as the 500s they become; the version is negotiated before
-// authentication so that even a 401 says which version it speaks.
+// Service-Version → header limits (431) → canonical path (404) → authentication → rate limit →
+// body limit → JSON content type. Metrics sit outside recovery so panics count as the 500s they
+// become; the version is negotiated before anything can refuse the request, so that even a 401
+// says which version it speaks. A listener serving the engine sets its http.Server's
+// MaxHeaderBytes to ServerMaxHeaderBytes, so that oversize headers reach the header limits.
 func NewEngine(opts Options) *gin.Engine {
 	if opts.Keys == nil {
 		panic("httpapi.NewEngine: Options.Keys is required")
@@ -66,7 +68,8 @@ func NewEngine(opts Options) *gin.Engine {
 	// No proxy is trusted unless the deployment says so; ClientIP must not be spoofable.
 	_ = e.SetTrustedProxies(nil)
 
-	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware}
+	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware,
+		limitHeaders, canonicalPath}
 	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now)))
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -61,37 +63,63 @@ func requestContext(base *slog.Logger) gin.HandlerFunc {
 	}
 }
 
+// ginUnmatchedKey marks a request refused before routing mattered (a non-canonical path), so
+// that its metrics do not count under the route its path happened to match.
+const ginUnmatchedKey = "samla.unmatched"
+
 // routeLabel is the route template of the request: ids in paths would make the metric's label
 // set unbounded, so unmatched requests share one label.
 func routeLabel(c *gin.Context) string {
-	if r := c.FullPath(); r != "" {
+	if r := c.FullPath(); r != "" && !c.GetBool(ginUnmatchedKey) {
 		return r
 	}
 	return "unmatched"
 }
 
+// StatusClientClosedRequest is the status the access log and the metrics record for a request
+// whose client went away before it was answered: nginx's 499. It is never sent; nobody is
+// left to read it.
+const StatusClientClosedRequest = 499
+
+// ClientClosed reports whether ctx, a request's context, ended because the client went away:
+// net/http cancels it when the connection closes (or an HTTP/2 client resets the stream). A
+// deadline that passed is the server's own limit, not the client's doing.
+func ClientClosed(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
 // observe records metrics and writes the access log after the rest of the chain ran. It sits
 // outside recovery so that recovered panics are counted and logged as the 500 they became. It
-// logs no body, query string or header value: those may carry personal data.
+// logs no body, query string or header value: those may carry personal data. A request whose
+// client went away is recorded as 499 at warning level, whatever the handler wrote into the
+// closed connection (written_status says what that was).
 func observe(m *metrics.Metrics) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
 		elapsed := time.Since(start)
-		route, status := routeLabel(c), c.Writer.Status()
+		ctx := c.Request.Context()
+		route, status, written := routeLabel(c), c.Writer.Status(), c.Writer.Status()
+		level := slog.LevelInfo
+		switch {
+		case ClientClosed(ctx):
+			status, level = StatusClientClosedRequest, slog.LevelWarn
+		case status >= 500:
+			level = slog.LevelError
+		}
 		if m != nil {
 			m.HTTPRequests.WithLabelValues(c.Request.Method, route, strconv.Itoa(status)).Inc()
 			m.HTTPDuration.WithLabelValues(c.Request.Method, route).Observe(elapsed.Seconds())
 		}
-		ctx := c.Request.Context()
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelError
-		}
-		Logger(ctx).LogAttrs(ctx, level, "http request",
+		attrs := []slog.Attr{
 			slog.String("method", c.Request.Method), slog.String("route", route),
 			slog.Int("status", status), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-			slog.Int("response_bytes", c.Writer.Size()), slog.String("service_version", string(ServiceVersion(c))))
+			slog.Int("response_bytes", c.Writer.Size()), slog.String("service_version", string(ServiceVersion(c))),
+		}
+		if status != written {
+			attrs = append(attrs, slog.Int("written_status", written))
+		}
+		Logger(ctx).LogAttrs(ctx, level, "http request", attrs...)
 	}
 }
 
@@ -186,6 +214,95 @@ func requireJSON(c *gin.Context) {
 				"Request bodies must be sent as Content-Type: application/json.")
 			return
 		}
+	}
+	c.Next()
+}
+
+// Header bounds. Go's http.Server answers 431 in plain text, before any handler, when the
+// request line and headers pass its MaxHeaderBytes; the listener sets that to
+// ServerMaxHeaderBytes, well above Samla's own MaxHeaderBytes, so that Samla refuses oversize
+// headers itself, as problem+json. Only above the server's hard limit does Go's own answer
+// remain.
+const (
+	// MaxHeaderBytes bounds the header fields of a request, names and values together; real
+	// clients send a few hundred bytes.
+	MaxHeaderBytes = 32 << 10
+	// MaxHeaderValueBytes bounds one header value.
+	MaxHeaderValueBytes = 8 << 10
+	// ServerMaxHeaderBytes is what http.Server.MaxHeaderBytes should be for listeners that
+	// serve NewEngine's engine.
+	ServerMaxHeaderBytes = 1 << 20
+)
+
+// headerFieldOverhead is what a header line costs beyond its name and value (": ", CRLF).
+const headerFieldOverhead = 4
+
+// limitHeaders answers 431 problem+json to a request whose headers pass MaxHeaderBytes in
+// total or MaxHeaderValueBytes in one value. It names the header that is too long, never its
+// value.
+func limitHeaders(c *gin.Context) {
+	total := len(c.Request.Host) + len("Host") + headerFieldOverhead
+	for name, values := range c.Request.Header {
+		for _, v := range values {
+			if len(v) > MaxHeaderValueBytes {
+				headersTooLarge(c, fmt.Sprintf("The %s header exceeds %d bytes.", headerNameForAnswer(name), MaxHeaderValueBytes))
+				return
+			}
+			total += len(name) + len(v) + headerFieldOverhead
+		}
+	}
+	if total > MaxHeaderBytes {
+		headersTooLarge(c, fmt.Sprintf("The request headers exceed %d bytes in total.", MaxHeaderBytes))
+		return
+	}
+	c.Next()
+}
+
+// headerNameForAnswer bounds a header name repeated in an answer; only a value is bounded by
+// MaxHeaderValueBytes, and a name is the client's own choice.
+func headerNameForAnswer(name string) string {
+	const maxName = 64
+	if len(name) > maxName {
+		return name[:maxName] + "…"
+	}
+	return name
+}
+
+func headersTooLarge(c *gin.Context, detail string) {
+	AbortProblem(c, http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge, detail)
+}
+
+// CanonicalPath reports whether p is a path as Samla's routes spell them: it starts with a
+// slash and has no empty, "." or ".." segment in its middle or at its end (a trailing slash is
+// left to routing, which does not know such paths). Other paths are answered 404 instead of
+// being cleaned and redirected as http.ServeMux would, so every answer stays a problem and no
+// route is reached under a second spelling.
+func CanonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	rest := p[1:]
+	for {
+		seg, after, more := strings.Cut(rest, "/")
+		switch {
+		case seg == "." || seg == "..":
+			return false
+		case seg == "" && more:
+			return false // an empty segment: "//"
+		case !more:
+			return true
+		}
+		rest = after
+	}
+}
+
+// canonicalPath answers 404 to a path that is not CanonicalPath, before authentication: such a
+// path names no resource, whoever asks.
+func canonicalPath(c *gin.Context) {
+	if !CanonicalPath(c.Request.URL.Path) {
+		c.Set(ginUnmatchedKey, true)
+		AbortProblem(c, http.StatusNotFound, CodeNotFound, "No such resource.")
+		return
 	}
 	c.Next()
 }

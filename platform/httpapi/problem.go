@@ -1,11 +1,17 @@
 // Package httpapi is the HTTP plumbing shared by the command and query roles: problem+json
 // errors (RFC 9457), the middleware chain (request and correlation ids, logging, metrics,
-// recovery, Service-Version negotiation, client authentication, rate limiting, body limits),
-// the Gin engine every role mounts its routes on, and the ops listener.
+// recovery, Service-Version negotiation, header and path checks, client authentication, rate
+// limiting, body limits), strict JSON decoding under shape limits, the Gin engine every role
+// mounts its routes on, and the ops listener.
 package httpapi
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -24,6 +30,7 @@ const (
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeConflict             = "CONFLICT"
 	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
+	CodeHeadersTooLarge      = "HEADERS_TOO_LARGE"
 	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 	CodeRefused              = "REFUSED"
 	CodeRateLimited          = "RATE_LIMITED"
@@ -43,7 +50,7 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// Problem is an RFC 9457 problem details object with Samla's two extension members.
+// Problem is an RFC 9457 problem details object with Samla's extension members.
 type Problem struct {
 	Type   string       `json:"type"`
 	Title  string       `json:"title"`
@@ -51,7 +58,14 @@ type Problem struct {
 	Detail string       `json:"detail,omitempty"`
 	Code   string       `json:"code"`
 	Errors []FieldError `json:"errors,omitempty"`
+	// ErrorCount is how many field errors there were, present only when Errors lists just the
+	// first MaxFieldErrors of them.
+	ErrorCount int `json:"errorCount,omitempty"`
 }
+
+// MaxFieldErrors bounds the field errors one problem lists: enough to fix a request by, and a
+// request with millions of bad items cannot turn into an answer of hundreds of megabytes.
+const MaxFieldErrors = 20
 
 // NewProblem builds a problem whose type URI and title derive from the status and code, so that
 // every call site stays one line and the type is always consistent with the code.
@@ -65,15 +79,48 @@ func NewProblem(status int, code, detail string) Problem {
 	}
 }
 
-// ValidationProblem is the 400 for invalid request members.
+// ValidationProblem is the 400 for invalid request members. It lists at most MaxFieldErrors of
+// errs; when there are more, ErrorCount has their number and the detail says so.
 func ValidationProblem(detail string, errs ...FieldError) Problem {
 	p := NewProblem(http.StatusBadRequest, CodeValidationFailed, detail)
 	p.Errors = errs
+	return p.capErrors()
+}
+
+// capErrors keeps the first MaxFieldErrors field errors, in a slice of their own so that the
+// full list can be collected while the answer is written.
+func (p Problem) capErrors() Problem {
+	if len(p.Errors) <= MaxFieldErrors {
+		return p
+	}
+	p.ErrorCount = len(p.Errors)
+	p.Errors = slices.Clone(p.Errors[:MaxFieldErrors])
+	more := fmt.Sprintf("%s more", groupDigits(p.ErrorCount-MaxFieldErrors))
+	if p.Detail == "" {
+		p.Detail = fmt.Sprintf("The first %d errors are listed, and %s.", MaxFieldErrors, more)
+	} else {
+		p.Detail = fmt.Sprintf("%s The first %d errors are listed, and %s.", p.Detail, MaxFieldErrors, more)
+	}
 	return p
 }
 
-// WriteProblem writes p and aborts the chain, so no later handler can add to the response.
+// groupDigits writes n with thousands separators (2,999,980), as a person reads a count.
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, d := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return b.String()
+}
+
+// WriteProblem writes p and aborts the chain, so no later handler can add to the response. A
+// problem built by hand has its field errors capped as ValidationProblem's are.
 func WriteProblem(c *gin.Context, p Problem) {
+	p = p.capErrors()
 	c.Header("Content-Type", ContentTypeProblem)
 	// Errors must not be cached by shared caches; some carry per-client information.
 	c.Header("Cache-Control", "no-store")
@@ -92,8 +139,17 @@ func AbortValidation(c *gin.Context, detail string, errs ...FieldError) {
 
 // AbortInternal logs err (never the request body) and answers a 500 that reveals nothing of it:
 // internals are for the log, which carries the request id the client gets in X-Request-Id.
+//
+// An err that is the request's own cancellation, because the client went away, is no fault:
+// it is logged at warning level, and the access log and metrics record the request as 499
+// (ClientClosed).
 func AbortInternal(c *gin.Context, err error) {
-	Logger(c.Request.Context()).Error("request failed", "error", err.Error())
+	ctx := c.Request.Context()
+	if errors.Is(err, context.Canceled) && ClientClosed(ctx) {
+		Logger(ctx).Warn("client closed the request before its outcome was known", "error", err.Error())
+	} else {
+		Logger(ctx).Error("request failed", "error", err.Error())
+	}
 	AbortProblem(c, http.StatusInternalServerError, CodeInternal,
 		"An unexpected error occurred; quote the X-Request-Id header when reporting it.")
 }
