@@ -140,7 +140,8 @@ func TestBankPSD2Data(t *testing.T) {
 	}
 }
 
-// TestFrenchCareerStatement: the enrollment check on the way and the career statement PDF.
+// TestFrenchCareerStatement: the enrollment check on the way, the wealth data naming the career
+// statement (both versions), and the PDF at the path the data gives.
 func TestFrenchCareerStatement(t *testing.T) {
 	t.Parallel()
 	c := personaService(t)
@@ -148,19 +149,29 @@ func TestFrenchCareerStatement(t *testing.T) {
 	if path := c.historyPath(id, "COMPLETED"); !slices.Contains(path, "CUSTOMER_ENROLLMENT_CHECK") {
 		t.Errorf("path %v lacks CUSTOMER_ENROLLMENT_CHECK", path)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, body, h := c.do("GET", "/collections/"+id+"/wealth/career-statement", nil, map[string]string{"Service-Version": "2026-04-01"})
-		if code == 200 {
-			if h.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) {
-				t.Fatalf("career statement: %s, %q…", h.Get("Content-Type"), body[:min(len(body), 8)])
-			}
-			break
+	for _, version := range []string{"2025-01-01", "2026-04-01"} {
+		code, out, _ := c.data("/collections/"+id+"/wealth/data", version)
+		if code != http.StatusOK {
+			t.Fatalf("%s wealth data = %d %v", version, code, out)
 		}
-		if code != http.StatusConflict || time.Now().After(deadline) {
-			t.Fatalf("career statement = %d %s", code, body)
+		ref, _ := out["careerStatement"].(map[string]any)
+		href, _ := ref["href"].(string)
+		size, _ := ref["sizeBytes"].(float64)
+		if href != "/collections/"+id+"/wealth/career-statement" || ref["contentType"] != "application/pdf" ||
+			size <= 0 || ref["fileName"] == "" || ref["fileName"] == nil {
+			t.Fatalf("%s careerStatement = %v", version, out["careerStatement"])
 		}
-		time.Sleep(20 * time.Millisecond)
+		code, body, h := c.do("GET", href, nil, map[string]string{"Service-Version": version})
+		if code != http.StatusOK || h.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(body, []byte("%PDF-")) ||
+			len(body) != int(size) {
+			t.Fatalf("%s career statement = %d %s, %d bytes (data says %v): %q…", version, code, h.Get("Content-Type"),
+				len(body), size, body[:min(len(body), 8)])
+		}
+	}
+	// Wealth data without a statement has no such member.
+	other := c.completed(collectionRequest{company: "se-demo-pension", pn: "191212121212"})
+	if code, out, _ := c.data("/collections/"+other+"/wealth/data", "2026-04-01"); code != http.StatusOK || out["careerStatement"] != nil {
+		t.Fatalf("wealth data of a company without statements = %d, careerStatement %v", code, out["careerStatement"])
 	}
 }
 
