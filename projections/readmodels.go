@@ -18,8 +18,9 @@ import (
 	"github.com/samla/samla/projections/readdb"
 )
 
-// ReadModels is every read model of one deployment, on SQLite or on ClickHouse. Query handlers
-// read through the stores; the projectors write to them.
+// ReadModels is every read model of one deployment, on SQLite or on ClickHouse. The projectors
+// write to the stores; consumers read through each read model's Reader (collectionstatus.NewReader
+// and the like), which implements the port the consumer declares.
 type ReadModels struct {
 	Status  collectionstatus.Store
 	History eventhistory.Store

@@ -1,7 +1,9 @@
 // Package query is the read side: Gin handlers (httpquery) and versioned presenters (presenter)
 // over read-model ports. The ports are declared here, with row types of their own (the collected
 // data reuses the domain's record types, whose JSON is the API's), so that the read side depends
-// on what it needs and not on a projection's storage; the wiring adapts the projections to them.
+// on what it needs and not on a projection's storage. Each read model's Reader implements its
+// port (collectionstatus, eventhistory, collectiondata under projections/) and returns the port's
+// ErrNotFound; the composition root only constructs the readers.
 package query
 
 import (
