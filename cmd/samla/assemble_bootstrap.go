@@ -10,6 +10,7 @@ import (
 
 	"github.com/samla/samla/command/clients"
 	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/apikeys"
 )
@@ -17,7 +18,7 @@ import (
 // bootstrap creates the sandbox client and, when the projections run in this process, waits
 // until its key authenticates, so that the printed curl works at once.
 func (s *Service) bootstrap(ctx context.Context) error {
-	svc := clients.New(repository.New(s.store, s.registry, nil), nil)
+	svc := clients.New(repository.New(s.store, s.registry, client.Kind), nil)
 	key, generated, err := svc.EnsureSandbox(ctx, s.cfg.DataDir, s.cfg.BootstrapAPIKey)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func CreateClient(ctx context.Context, cfg *Config, logger *slog.Logger, id, nam
 	if err != nil {
 		return "", err
 	}
-	key, err := clients.New(repository.New(store, registry, nil), nil).Create(ctx, id, name, false)
+	key, err := clients.New(repository.New(store, registry, client.Kind), nil).Create(ctx, id, name, false)
 	if err != nil {
 		return "", err
 	}

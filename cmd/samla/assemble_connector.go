@@ -14,7 +14,9 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/company"
 	"github.com/samla/samla/connectors/worker"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/collectionstatus"
 )
 
 // sandboxUserDelay is how long the sandbox's simulated user takes to act at a company (enter a
@@ -44,26 +46,15 @@ func (s *Service) startConnector(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("company adapter: %w", err)
 	}
-	status := s.models.Status
 	w := worker.New(worker.Config{
-		WorkerID: workerID, Repo: repository.New(s.store, s.registry, nil), Catalog: s.catalog,
+		WorkerID: workerID, Repo: repository.New(s.store, s.registry, collection.Kind), Catalog: s.catalog,
 		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
 		MaxSessions: s.cfg.MaxSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
 		// The user's deadlines; they are recorded with the statuses that wait, so a restarted
 		// or another worker enforces them.
 		ContactFormTimeout: s.cfg.ContactFormTimeout, InputTimeout: s.cfg.InputTimeout,
 		MethodSelectionTimeout: s.cfg.MethodSelectionTimeout, EIDOrderTimeout: s.cfg.EIDOrderTimeout,
-		Active: worker.ActiveCollectionsFunc(func(ctx context.Context, limit int) ([]string, error) {
-			rows, err := status.ListNonFinal(ctx, limit)
-			if err != nil {
-				return nil, err
-			}
-			ids := make([]string, len(rows))
-			for i, r := range rows {
-				ids[i] = r.CollectionID
-			}
-			return ids, nil
-		}),
+		Active: collectionstatus.NewReader(s.models.Status),
 	})
 	consume := s.consume(ConnectorGroupID, []string{eventschema.Topic("collection")})
 	s.runRole(ctx, "connector consumer", func(ctx context.Context) error {

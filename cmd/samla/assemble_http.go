@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -15,9 +16,12 @@ import (
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/collectiondata"
+	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/query/httpquery"
 )
 
@@ -32,11 +36,18 @@ func (s *Service) startHTTP() error {
 		var handler http.Handler = engine
 		if s.sandbox != nil {
 			// The sandbox's simulated user ("scan and sign", the outbox) answers beside the API,
-			// outside its API-key authentication, as the end user's phone would.
-			mux := http.NewServeMux()
-			mux.Handle("/sandbox/", s.sandbox.Handler())
-			mux.Handle("/", engine)
-			handler = mux
+			// outside its API-key authentication, as the end user's phone would. Not through an
+			// http.ServeMux: it cleans paths by redirecting (a 307 in text/html, before
+			// authentication); every other path, non-canonical ones included, goes to the
+			// engine, which answers with a problem.
+			sandbox := s.sandbox.Handler()
+			handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/sandbox/") && httpapi.CanonicalPath(r.URL.Path) {
+					sandbox.ServeHTTP(w, r)
+					return
+				}
+				engine.ServeHTTP(w, r)
+			})
 		}
 		if err := s.serve("http", s.cfg.HTTPAddr, handler); err != nil {
 			return err
@@ -52,13 +63,13 @@ func (s *Service) startHTTP() error {
 
 func (s *Service) registerRoutes(engine *gin.Engine) {
 	if s.roles.Command {
-		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, nil), nil)
+		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind), nil)
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections})
 	}
 	if s.roles.Query {
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
-			Status: statusReader{s.models.Status}, History: historyReader{s.models.History}, Companies: s.catalog,
-			Data: collectiondata.NewQueryReader(s.models.Data),
+			Status: collectionstatus.NewReader(s.models.Status), History: eventhistory.NewReader(s.models.History),
+			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
 		})
 	}
 }
@@ -68,8 +79,11 @@ func (s *Service) serve(name, addr string, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
 	}
+	// MaxHeaderBytes is far above httpapi.MaxHeaderBytes, so that the engine refuses oversize
+	// headers itself with a 431 problem; only above this hard bound does net/http answer its
+	// own plain-text 431 before any handler runs.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: httpapi.ServerMaxHeaderBytes}
 	s.servers = append(s.servers, srv)
 	s.addrs[name] = ln.Addr().String()
 	go func() {

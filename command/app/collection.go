@@ -1,13 +1,13 @@
-// Package app holds the write side's application services: each loads an aggregate, lets the
-// domain decide, and appends the decision with optimistic concurrency. Services speak in domain
-// terms and typed errors; HTTP lives in the handlers.
+// Package app holds the write side's application services: each gives the repository a decide
+// function, which the repository runs on the loaded aggregate before it appends what the
+// aggregate recorded with optimistic concurrency (repository.Repository.Update). Services speak
+// in domain terms and typed errors; HTTP lives in the handlers.
 package app
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,22 +27,24 @@ type Catalog interface {
 }
 
 // CollectionRepository is the port to the event-sourced collections
-// (command/repository.Repository satisfies it).
+// (*repository.Repository[*collection.Collection] satisfies it): the one way to change one.
 type CollectionRepository interface {
-	LoadCollection(ctx context.Context, collectionID string) (*collection.Collection, error)
-	Save(ctx context.Context, stream string, version int, meta repository.Meta, events []domain.Event) (eventstore.AppendResult, error)
+	Update(ctx context.Context, collectionID string, meta repository.Meta, decide func(*collection.Collection) error,
+		opts ...repository.UpdateOption) (*collection.Collection, eventstore.AppendResult, error)
 }
 
 // StartCollection is the command to start a collection, already translated from whichever API
 // version the client spoke.
 type StartCollection struct {
-	Tenant           string // the authenticated client
-	APIVersion       string
-	IdempotencyKey   string // "" when the client sent none
-	Company          string
-	LoginMethod      string
-	UserUUID         string
-	PersonalNumber   string // personal data: never logged
+	Tenant         string // the authenticated client
+	APIVersion     string
+	IdempotencyKey string // "" when the client sent none
+	Company        string
+	LoginMethod    string
+	UserUUID       string
+	// PersonalNumber was parsed where it entered (the HTTP decoder); zero when the request named
+	// nobody. Personal data: never logged.
+	PersonalNumber   personnummer.Number
 	AccountOwnerName string // personal data: never logged
 	// RequestHash identifies the request's content, so that a retry with the same key can be told
 	// from a different request reusing the key.
@@ -72,27 +74,10 @@ type Created struct {
 	Replayed bool
 }
 
-// Input names a member of StartCollection, so that a handler can point a field error at the
-// place in its own request shape that carried it.
-type Input string
-
-const (
-	InputCompany        Input = "company"
-	InputLoginMethod    Input = "loginMethod"
-	InputPersonalNumber Input = "personalNumber"
-	InputUserUUID       Input = "userUuid"
-)
-
-// InvalidInputError is a start refused because one input is invalid (HTTP 400 with a field
-// error). It wraps domain.ErrInvalid.
-type InvalidInputError struct {
-	Input  Input
-	Reason string // client-facing; never contains the input's value
-	Err    error
-}
-
-func (e *InvalidInputError) Error() string { return fmt.Sprintf("%s: %s", e.Input, e.Reason) }
-func (e *InvalidInputError) Unwrap() error { return e.Err }
+// FieldUserUUID names StartCollection.UserUUID in Start's field errors. Start's other field
+// errors name collection.FieldCompany, collection.FieldLoginMethod and collection.FieldPDF: a
+// handler maps each to the place in its own request shape that carried it.
+const FieldUserUUID = "userUuid"
 
 // CompanyUnavailableError is a start at a company that is down or in maintenance (HTTP 409
 // COMPANY_UNAVAILABLE). It wraps collection.ErrCompanyUnavailable.
@@ -139,7 +124,8 @@ func NewCollectionService(cat Catalog, repo CollectionRepository, now func() tim
 }
 
 // Start starts a collection, or, for a retry of an earlier request with the same Idempotency-Key
-// and content, returns that request's outcome.
+// and content, returns that request's outcome. Invalid input is a *domain.FieldError naming the
+// StartCollection member (collection.Field*, FieldUserUUID).
 func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Created, error) {
 	if cmd.Tenant == "" {
 		return Created{}, fmt.Errorf("start collection without a tenant: %w", domain.ErrInvalid)
@@ -147,36 +133,29 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 	if cmd.UserUUID != "" {
 		u, err := uuid.Parse(cmd.UserUUID)
 		if err != nil {
-			return Created{}, &InvalidInputError{Input: InputUserUUID, Reason: "must be a UUID", Err: fmt.Errorf("user uuid: %w", domain.ErrInvalid)}
+			return Created{}, fmt.Errorf("start collection: %w", &domain.FieldError{Field: FieldUserUUID, Reason: "must be a UUID"})
 		}
 		cmd.UserUUID = u.String() // one spelling per user, whatever form the client sent
 	}
 	co, err := s.catalog.Get(cmd.Company)
 	switch {
 	case errors.Is(err, company.ErrUnknownCompany):
-		return Created{}, &InvalidInputError{Input: InputCompany, Reason: "is not a known company",
-			Err: fmt.Errorf("company: %w: %w", err, domain.ErrInvalid)}
+		return Created{}, fmt.Errorf("start collection: %w", &domain.FieldError{Field: collection.FieldCompany, Reason: "is not a known company"})
 	case err != nil:
 		return Created{}, fmt.Errorf("start collection: look up company: %w", err)
 	}
 
 	var id string
-	agg := &collection.Collection{} // a fresh id has no stream: nothing to load
+	var opts []repository.UpdateOption
 	if cmd.IdempotencyKey != "" {
 		id = CollectionIDForKey(cmd.Tenant, cmd.IdempotencyKey)
-		agg, err = s.repo.LoadCollection(ctx, id)
-		if err != nil {
-			return Created{}, fmt.Errorf("start collection: %w", err)
-		}
-		if agg.Exists() {
-			return replay(agg, cmd)
-		}
 	} else {
 		u, err := uuid.NewV7() // time-ordered: streams and read-model rows stay roughly in creation order
 		if err != nil {
 			return Created{}, fmt.Errorf("start collection: new id: %w", err)
 		}
 		id = u.String()
+		opts = append(opts, repository.NewID()) // a fresh id has no stream: nothing to load
 	}
 
 	var pdf *collection.UploadedPDF
@@ -188,27 +167,35 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 	// Millisecond precision is what responses and envelopes carry, so a replay returns exactly the
 	// createdAt of the first response.
 	now := s.now().UTC().Truncate(time.Millisecond)
-	events, err := agg.Start(collection.StartRequest{
+	req := collection.StartRequest{
 		CollectionID: id, ClientID: cmd.Tenant, Company: co.ForCollection(), LoginMethod: cmd.LoginMethod,
 		APIVersion: cmd.APIVersion, UserUUID: cmd.UserUUID, PersonalNumber: cmd.PersonalNumber,
 		AccountOwnerName: cmd.AccountOwnerName, RequestHash: cmd.RequestHash, PDF: pdf,
-	}, now)
-	if err != nil {
-		return Created{}, s.classify(err, cmd, co, now)
 	}
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
-	if _, err := s.repo.Save(ctx, collection.StreamName(id), agg.Version(), meta, events); err != nil {
-		if cmd.IdempotencyKey != "" && errors.Is(err, eventstore.ErrWrongExpectedRevision) {
-			// A concurrent request with the same key won the race; answer as its retry would.
-			existing, lerr := s.repo.LoadCollection(ctx, id)
-			if lerr != nil {
-				return Created{}, fmt.Errorf("start collection: reload after conflict: %w", lerr)
+	var replayed *Created
+	_, _, err = s.repo.Update(ctx, id, meta, func(c *collection.Collection) error {
+		replayed = nil
+		if cmd.IdempotencyKey != "" && c.Exists() {
+			// An earlier request with this key, or a concurrent one that won the race to
+			// append (this round then follows the conflict), created it: answer as it was
+			// answered.
+			first, err := replay(c, cmd)
+			if err != nil {
+				return err
 			}
-			if existing.Exists() {
-				return replay(existing, cmd)
-			}
+			replayed = &first
+			return nil
 		}
+		return c.Start(req, now)
+	}, opts...)
+	switch {
+	case errors.Is(err, collection.ErrCompanyUnavailable):
+		return Created{}, &CompanyUnavailableError{Company: co.ID, Message: co.Message, Err: err}
+	case err != nil:
 		return Created{}, fmt.Errorf("start collection: %w", err)
+	case replayed != nil:
+		return *replayed, nil
 	}
 	return Created{CollectionID: id, Company: co.ID, LoginMethod: cmd.LoginMethod,
 		Status: collection.StatusRunning, CreatedAt: now}, nil
@@ -221,29 +208,4 @@ func replay(existing *collection.Collection, cmd StartCollection) (Created, erro
 	}
 	return Created{CollectionID: existing.ID(), Company: existing.Company(), LoginMethod: existing.LoginMethod(),
 		Status: collection.StatusRunning, CreatedAt: existing.StartedAt().UTC(), Replayed: true}, nil
-}
-
-// classify turns the domain's refusal into the service's typed errors. The domain decided; this
-// only finds out which input its decision was about, re-running the domain's own rule for the
-// personal number rather than parsing error text.
-func (s *CollectionService) classify(err error, cmd StartCollection, co company.Company, now time.Time) error {
-	switch {
-	case errors.Is(err, collection.ErrCompanyUnavailable):
-		return &CompanyUnavailableError{Company: co.ID, Message: co.Message, Err: err}
-	case !errors.Is(err, domain.ErrInvalid):
-		return fmt.Errorf("start collection: %w", err)
-	case strings.TrimSpace(cmd.LoginMethod) == "":
-		return &InvalidInputError{Input: InputLoginMethod, Reason: "is required", Err: err}
-	case cmd.PersonalNumber != "":
-		if _, perr := personnummer.Parse(cmd.PersonalNumber, now); perr != nil {
-			return &InvalidInputError{Input: InputPersonalNumber, Reason: personalNumberReason(perr), Err: err}
-		}
-	}
-	return fmt.Errorf("start collection: %w", err)
-}
-
-// personalNumberReason is the domain's explanation without the sentinel's suffix; it names the
-// rule broken, never the number.
-func personalNumberReason(err error) string {
-	return strings.TrimSuffix(err.Error(), ": "+domain.ErrInvalid.Error())
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,12 +11,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/eventschema"
 )
 
@@ -23,7 +26,8 @@ var testNow = time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
 
 type fixture struct {
 	store *memstore.Store
-	repo  *repository.Repository
+	reg   *eventschema.Registry
+	repo  *repository.Repository[*collection.Collection]
 	svc   *app.CollectionService
 }
 
@@ -34,15 +38,21 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	store := memstore.New()
-	repo := repository.New(store, reg, func() time.Time { return testNow })
-	return &fixture{store: store, repo: repo,
+	repo := repository.New(store, reg, collection.Kind, repository.WithClock(func() time.Time { return testNow }))
+	return &fixture{store: store, reg: reg, repo: repo,
 		svc: app.NewCollectionService(sandbox.Catalog(), repo, func() time.Time { return testNow })}
+}
+
+// serviceOn builds the service of f on another view of f's store.
+func (f *fixture) serviceOn(store repository.Store, now func() time.Time) *app.CollectionService {
+	repo := repository.New(store, f.reg, collection.Kind, repository.WithClock(now))
+	return app.NewCollectionService(sandbox.Catalog(), repo, now)
 }
 
 func startCmd() app.StartCollection {
 	return app.StartCollection{
 		Tenant: "acme", APIVersion: "2026-04-01", Company: "se-demo-insurer",
-		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", PersonalNumber: "19900101-0017",
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", PersonalNumber: personnummer.MustParse("19900101-0017", testNow),
 		AccountOwnerName: "Tolvan Tolvansson", RequestHash: "hash-1", CorrelationID: "corr-1", RequestID: "req-1",
 	}
 }
@@ -60,7 +70,7 @@ func TestStartRecordsTheCollection(t *testing.T) {
 	if created.Status != collection.StatusRunning || !created.CreatedAt.Equal(testNow.Truncate(time.Millisecond)) || created.Replayed {
 		t.Fatalf("created = %+v", created)
 	}
-	agg, err := f.repo.LoadCollection(context.Background(), created.CollectionID)
+	agg, err := f.repo.Load(context.Background(), created.CollectionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,20 +136,20 @@ func TestIdempotentRetry(t *testing.T) {
 	}
 }
 
-// staleRepo answers the first load as if the stream did not exist yet, as a request racing with
+// staleStore answers the first read as if the stream did not exist yet, as a request racing with
 // another one for the same key would see it.
-type staleRepo struct {
-	*repository.Repository
+type staleStore struct {
+	*memstore.Store
 	once sync.Once
 }
 
-func (r *staleRepo) LoadCollection(ctx context.Context, id string) (*collection.Collection, error) {
+func (s *staleStore) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventschema.Envelope, error) {
 	stale := false
-	r.once.Do(func() { stale = true })
+	s.once.Do(func() { stale = true })
 	if stale {
-		return &collection.Collection{}, nil
+		return nil, fmt.Errorf("read stream %s: %w", stream, eventstore.ErrStreamNotFound)
 	}
-	return r.Repository.LoadCollection(ctx, id)
+	return s.Store.ReadStream(ctx, stream, from, limit)
 }
 
 func TestIdempotentRaceLandsOnTheWinner(t *testing.T) {
@@ -150,7 +160,7 @@ func TestIdempotentRaceLandsOnTheWinner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	racer := app.NewCollectionService(sandbox.Catalog(), &staleRepo{Repository: f.repo}, func() time.Time { return testNow.Add(time.Second) })
+	racer := f.serviceOn(&staleStore{Store: f.store}, func() time.Time { return testNow.Add(time.Second) })
 	got, err := racer.Start(context.Background(), cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -159,25 +169,25 @@ func TestIdempotentRaceLandsOnTheWinner(t *testing.T) {
 		t.Fatalf("racer = %+v, winner %+v", got, first)
 	}
 	cmd.RequestHash = "different"
-	racer = app.NewCollectionService(sandbox.Catalog(), &staleRepo{Repository: f.repo}, nil)
+	racer = f.serviceOn(&staleStore{Store: f.store}, time.Now)
 	if _, err := racer.Start(context.Background(), cmd); !errors.Is(err, app.ErrIdempotencyKeyReused) {
 		t.Fatalf("racer with other request: %v", err)
 	}
 }
 
+// A personal number that breaks a rule cannot reach Start: StartCollection carries a parsed
+// personnummer.Number, and the HTTP decoder reports a bad one at its request path
+// (httpcmd's TestBadPersonalNumber, personnummer's tests).
 func TestStartRefusals(t *testing.T) {
 	cases := []struct {
 		name      string
 		mutate    func(*app.StartCollection)
-		wantInput app.Input
+		wantInput string
 		wantIs    error
 	}{
-		{"unknown company", func(c *app.StartCollection) { c.Company = "nope" }, app.InputCompany, domain.ErrInvalid},
-		{"bad check digit", func(c *app.StartCollection) { c.PersonalNumber = "199001010018" }, app.InputPersonalNumber, domain.ErrInvalid},
-		{"bad format", func(c *app.StartCollection) { c.PersonalNumber = "1990-01-01" }, app.InputPersonalNumber, domain.ErrInvalid},
-		{"bad date", func(c *app.StartCollection) { c.PersonalNumber = "199013010017" }, app.InputPersonalNumber, domain.ErrInvalid},
-		{"user uuid", func(c *app.StartCollection) { c.UserUUID = "not-a-uuid" }, app.InputUserUUID, domain.ErrInvalid},
-		{"no login method", func(c *app.StartCollection) { c.LoginMethod = "" }, app.InputLoginMethod, domain.ErrInvalid},
+		{"unknown company", func(c *app.StartCollection) { c.Company = "nope" }, collection.FieldCompany, domain.ErrInvalid},
+		{"user uuid", func(c *app.StartCollection) { c.UserUUID = "not-a-uuid" }, app.FieldUserUUID, domain.ErrInvalid},
+		{"no login method", func(c *app.StartCollection) { c.LoginMethod = "" }, collection.FieldLoginMethod, domain.ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,8 +195,8 @@ func TestStartRefusals(t *testing.T) {
 			cmd := startCmd()
 			tc.mutate(&cmd)
 			_, err := f.svc.Start(context.Background(), cmd)
-			var invalid *app.InvalidInputError
-			if !errors.As(err, &invalid) || invalid.Input != tc.wantInput || !errors.Is(err, tc.wantIs) {
+			var invalid *domain.FieldError
+			if !errors.As(err, &invalid) || invalid.Field != tc.wantInput || !errors.Is(err, tc.wantIs) {
 				t.Fatalf("err = %v, want invalid %s", err, tc.wantInput)
 			}
 			if invalid.Reason == "" || containsDigits(invalid.Reason, "19900101") {
@@ -227,7 +237,7 @@ func TestUnsupportedLoginMethodIsAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the connector, not the start, refuses an unsupported method: %v", err)
 	}
-	agg, err := f.repo.LoadCollection(context.Background(), created.CollectionID)
+	agg, err := f.repo.Load(context.Background(), created.CollectionID)
 	if err != nil || !agg.Exists() || agg.LoginMethod() != cmd.LoginMethod || agg.Status() != collection.StatusRunning {
 		t.Fatalf("recorded collection: %+v, %v", agg, err)
 	}
@@ -244,7 +254,7 @@ func TestCatalogFaultIsNotAValidationError(t *testing.T) {
 	f := newFixture(t)
 	svc := app.NewCollectionService(brokenCatalog{}, f.repo, nil)
 	_, err := svc.Start(context.Background(), startCmd())
-	var invalid *app.InvalidInputError
+	var invalid *domain.FieldError
 	if err == nil || errors.As(err, &invalid) || errors.Is(err, domain.ErrInvalid) {
 		t.Fatalf("err = %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +14,12 @@ import (
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/eventschema"
 )
 
 // moveTo starts a collection and moves it through LOGIN to status with details, as the
@@ -39,16 +42,9 @@ func moveTo(t *testing.T, f *fixture, status collection.Status, details collecti
 
 func changeStatus(t *testing.T, f *fixture, id string, to collection.Status, d collection.StatusDetails) {
 	t.Helper()
-	ctx := context.Background()
-	agg, err := f.repo.LoadCollection(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := agg.ChangeStatusWith(to, d, testNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.repo.Save(ctx, collection.StreamName(id), agg.Version(), repository.Meta{Tenant: "acme", Actor: "connector"}, events); err != nil {
+	if _, _, err := f.repo.Update(context.Background(), id, repository.Meta{Tenant: "acme", Actor: "connector"}, func(c *collection.Collection) error {
+		return c.ChangeStatusWith(to, d, testNow)
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -73,7 +69,7 @@ func TestSupplyInfoAcceptsContactForm(t *testing.T) {
 	if err != nil || got.Replayed {
 		t.Fatalf("SupplyInfo = %+v, %v", got, err)
 	}
-	agg, err := f.repo.LoadCollection(context.Background(), id)
+	agg, err := f.repo.Load(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +97,7 @@ func TestSupplyInfoRejectedInputRecordsNothing(t *testing.T) {
 	cmd := supplyCmd(id)
 	cmd.Inputs = []collection.Input{{Type: "EMAIL", Value: "not-an-address"}, {Type: "MOBILE_PHONE_NUMBER", Value: "+46 70"}}
 	_, err := f.svc.SupplyInfo(context.Background(), cmd)
-	var rejected *collection.InputRejectedError
+	var rejected *domain.InvalidFieldsError
 	if !errors.As(err, &rejected) || !errors.Is(err, domain.ErrInvalid) || len(rejected.Fields) != 2 ||
 		rejected.Fields[0].Field != "inputs[0].value" || rejected.Fields[1].Field != "inputs[1].value" {
 		t.Fatalf("err = %v", err)
@@ -151,7 +147,7 @@ func TestSupplyInfoClientResponses(t *testing.T) {
 	if _, err := f.svc.SupplyInfo(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
-	agg, _ := f.repo.LoadCollection(context.Background(), id)
+	agg, _ := f.repo.Load(context.Background(), id)
 	if s := agg.SuppliedInput(); s == nil || s.Kind != collection.InputKindClientResponses || s.RequestIDs[0] != "r1" {
 		t.Fatalf("supplied = %+v", s)
 	}
@@ -196,39 +192,42 @@ func TestSupplyInfoIdempotentRetry(t *testing.T) {
 	}
 }
 
-// racingRepo lets the connector append to the stream between the service's load and its save,
-// on the first conflicts saves, as a real race would.
-type racingRepo struct {
-	*repository.Repository
-	races atomic.Int32 // saves still to be raced
-	saves atomic.Int32
+// racingStore lets the connector append to the stream between the service's load and its
+// append, on the first appends, as a real race would.
+type racingStore struct {
+	*memstore.Store
+	connector *repository.Repository[*collection.Collection] // appends to the store underneath
+	races     atomic.Int32                                   // appends still to be raced
+	saves     atomic.Int32
 }
 
-func (r *racingRepo) Save(ctx context.Context, stream string, version int, meta repository.Meta, events []domain.Event) (eventstore.AppendResult, error) {
+func (r *racingStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
 	r.saves.Add(1)
 	if r.races.Add(-1) >= 0 {
 		// The connector re-claims the collection in between: a legal append that moves the revision.
-		if _, err := r.Repository.Save(ctx, stream, version, repository.Meta{Tenant: meta.Tenant, Actor: "connector"},
-			[]domain.Event{collection.Claimed{WorkerID: "w1", ClaimedAt: testNow}}); err != nil {
+		id := strings.TrimPrefix(stream, collection.StreamPrefix)
+		if _, _, err := r.connector.Update(ctx, id, repository.Meta{Tenant: "acme", Actor: "connector"}, func(c *collection.Collection) error {
+			return c.Claim("w1", testNow, time.Minute)
+		}); err != nil {
 			return eventstore.AppendResult{}, err
 		}
 	}
-	return r.Repository.Save(ctx, stream, version, meta, events)
+	return r.Store.Append(ctx, stream, expected, events)
 }
 
 func TestSupplyInfoRetriesOnConflict(t *testing.T) {
 	f := newFixture(t)
 	id := moveTo(t, f, collection.StatusContactFormPending, collection.StatusDetails{})
-	racer := &racingRepo{Repository: f.repo}
+	racer := &racingStore{Store: f.store, connector: f.repo}
 	racer.races.Store(2)
-	svc := app.NewCollectionService(sandbox.Catalog(), racer, func() time.Time { return testNow })
+	svc := f.serviceOn(racer, func() time.Time { return testNow })
 	if _, err := svc.SupplyInfo(context.Background(), supplyCmd(id)); err != nil {
 		t.Fatalf("SupplyInfo after two conflicts: %v", err)
 	}
 	if racer.saves.Load() != 3 {
 		t.Fatalf("saves = %d, want 3", racer.saves.Load())
 	}
-	agg, _ := f.repo.LoadCollection(context.Background(), id)
+	agg, _ := f.repo.Load(context.Background(), id)
 	if agg.SuppliedInput() == nil {
 		t.Fatal("the input was not recorded")
 	}
@@ -238,7 +237,7 @@ func TestSupplyInfoRetriesOnConflict(t *testing.T) {
 	racer.races.Store(1000)
 	racer.saves.Store(0)
 	_, err := svc.SupplyInfo(context.Background(), supplyCmd(id))
-	if !errors.Is(err, eventstore.ErrWrongExpectedRevision) || racer.saves.Load() != app.MaxSupplyAttempts {
+	if !errors.Is(err, eventstore.ErrWrongExpectedRevision) || racer.saves.Load() != repository.DefaultMaxAttempts {
 		t.Fatalf("endless conflicts: %v after %d saves", err, racer.saves.Load())
 	}
 }
@@ -246,7 +245,7 @@ func TestSupplyInfoRetriesOnConflict(t *testing.T) {
 func TestStartWithPDFRecordsTheDocument(t *testing.T) {
 	f := newFixture(t)
 	cmd := startCmd()
-	cmd.LoginMethod, cmd.PersonalNumber, cmd.AccountOwnerName = "PDF_UPLOAD", "", ""
+	cmd.LoginMethod, cmd.PersonalNumber, cmd.AccountOwnerName = "PDF_UPLOAD", personnummer.Number{}, ""
 	content := []byte("%PDF-1.7\nletter")
 	cmd.PDF = &app.PDFUpload{FileName: "letter.pdf", Content: content}
 	created, err := f.svc.Start(context.Background(), cmd)
@@ -260,7 +259,7 @@ func TestStartWithPDFRecordsTheDocument(t *testing.T) {
 	if len(stream) != 2 || stream[0].Type != collection.EventStarted || stream[1].Type != collection.EventDocumentUploaded {
 		t.Fatalf("stream = %+v", stream)
 	}
-	agg, err := f.repo.LoadCollection(context.Background(), created.CollectionID)
+	agg, err := f.repo.Load(context.Background(), created.CollectionID)
 	if err != nil {
 		t.Fatal(err)
 	}

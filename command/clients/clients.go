@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 )
 
@@ -25,14 +25,21 @@ const SandboxClientID = "sandbox"
 // BootstrapKeyFile is where a generated sandbox key is written, inside the data dir.
 const BootstrapKeyFile = "bootstrap-api-key"
 
+// Repository is the port to the event-sourced clients (*repository.Repository[*client.Client]
+// satisfies it): the one way to change one.
+type Repository interface {
+	Update(ctx context.Context, clientID string, meta repository.Meta, decide func(*client.Client) error,
+		opts ...repository.UpdateOption) (*client.Client, eventstore.AppendResult, error)
+}
+
 // Service registers clients and issues keys.
 type Service struct {
-	repo *repository.Repository
+	repo Repository
 	now  func() time.Time
 }
 
 // New builds the service.
-func New(repo *repository.Repository, now func() time.Time) *Service {
+func New(repo Repository, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
@@ -56,40 +63,19 @@ func meta(clientID string) repository.Meta {
 	return repository.Meta{Tenant: clientID, Actor: "operator", CorrelationID: "bootstrap"}
 }
 
-// register decides a client's registration and folds it into c, so that c can decide its first
-// key in the same append.
-func (s *Service) register(c *client.Client, clientID, name string, sandbox bool) ([]domain.Event, error) {
-	events, err := c.Register(clientID, name, sandbox, s.now())
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range events {
-		if err := c.Apply(e); err != nil {
-			return nil, err
-		}
-	}
-	return events, nil
-}
-
 // Create registers a client and issues its first key, which is returned once and never stored.
+// Both are one append: a client never exists without a key.
 func (s *Service) Create(ctx context.Context, clientID, name string, sandbox bool) (string, error) {
-	c, err := s.repo.LoadClient(ctx, clientID)
-	if err != nil {
-		return "", err
-	}
-	events, err := s.register(c, clientID, name, sandbox)
-	if err != nil {
-		return "", err
-	}
 	key, err := GenerateAPIKey(clientID)
 	if err != nil {
 		return "", err
 	}
-	issued, err := c.IssueAPIKey(keyID(key), key, s.now())
-	if err != nil {
-		return "", err
-	}
-	if _, err := s.repo.Save(ctx, client.StreamName(clientID), 0, meta(clientID), append(events, issued...)); err != nil {
+	if _, _, err := s.repo.Update(ctx, clientID, meta(clientID), func(c *client.Client) error {
+		if err := c.Register(clientID, name, sandbox, s.now()); err != nil {
+			return err
+		}
+		return c.IssueAPIKey(keyID(key), key, s.now())
+	}); err != nil {
 		return "", fmt.Errorf("create client %s: %w", clientID, err)
 	}
 	return key, nil
@@ -114,16 +100,9 @@ func (s *Service) EnsureSandbox(ctx context.Context, dataDir, apiKey string) (ke
 		}
 		generated = true
 	}
-	c, err := s.repo.LoadClient(ctx, SandboxClientID)
-	if err != nil {
-		return "", false, err
-	}
-	loadedVersion := c.Version() // decideSandbox folds what it decides into c
-	decided, err := s.decideSandbox(c, apiKey)
-	if err != nil {
-		return "", false, err
-	}
-	if _, err := s.repo.Save(ctx, client.StreamName(SandboxClientID), loadedVersion, meta(SandboxClientID), decided); err != nil {
+	if _, _, err := s.repo.Update(ctx, SandboxClientID, meta(SandboxClientID), func(c *client.Client) error {
+		return s.decideSandbox(c, apiKey)
+	}); err != nil {
 		return "", false, fmt.Errorf("bootstrap sandbox client: %w", err)
 	}
 	if generated {
@@ -139,21 +118,17 @@ func (s *Service) EnsureSandbox(ctx context.Context, dataDir, apiKey string) (ke
 
 // decideSandbox registers the sandbox client when it is missing and issues apiKey unless it is
 // already an active key.
-func (s *Service) decideSandbox(c *client.Client, apiKey string) ([]domain.Event, error) {
-	var decided []domain.Event
+func (s *Service) decideSandbox(c *client.Client, apiKey string) error {
 	if !c.Exists() {
-		events, err := s.register(c, SandboxClientID, "Sandbox client", true)
-		if err != nil {
-			return nil, err
+		if err := c.Register(SandboxClientID, "Sandbox client", true, s.now()); err != nil {
+			return err
 		}
-		decided = append(decided, events...)
 	}
 	if slices.Contains(c.ActiveKeyHashes(), client.HashAPIKey(apiKey)) {
-		return decided, nil
+		return nil
 	}
-	issued, err := c.IssueAPIKey(keyID(apiKey), apiKey, s.now())
-	if err != nil {
-		return nil, fmt.Errorf("issue the bootstrap API key: %w", err)
+	if err := c.IssueAPIKey(keyID(apiKey), apiKey, s.now()); err != nil {
+		return fmt.Errorf("issue the bootstrap API key: %w", err)
 	}
-	return append(decided, issued...), nil
+	return nil
 }

@@ -17,20 +17,20 @@ import (
 	"github.com/samla/samla/eventschema"
 )
 
-func newService(t *testing.T) (*clients.Service, *repository.Repository, *memstore.Store) {
+func newService(t *testing.T) (*clients.Service, *repository.Repository[*client.Client], *memstore.Store) {
 	t.Helper()
 	reg, err := eventschema.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := memstore.New()
-	repo := repository.New(store, reg, nil)
+	repo := repository.New(store, reg, client.Kind)
 	return clients.New(repo, nil), repo, store
 }
 
-func activeKey(t *testing.T, repo *repository.Repository, clientID, key string) bool {
+func activeKey(t *testing.T, repo *repository.Repository[*client.Client], clientID, key string) bool {
 	t.Helper()
-	c, err := repo.LoadClient(context.Background(), clientID)
+	c, err := repo.Load(context.Background(), clientID)
 	if err != nil {
 		t.Fatal(err)
 	}

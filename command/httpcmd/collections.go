@@ -20,6 +20,7 @@ import (
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/platform/httpapi"
@@ -135,11 +136,14 @@ type pdfDocumentParam struct {
 
 // startInput is a request of either version, validated, ready for the command.
 type startInput struct {
-	company, loginMethod, userUUID   string
-	personalNumber, accountOwnerName string
-	personalNumberField              string // where the personal number was in the request
-	pdf                              *app.PDFUpload
-	canonical                        any // what the request hash covers
+	company, loginMethod, userUUID string
+	personalNumber                 personnummer.Number // parsed here, once; zero when none was given
+	accountOwnerName               string
+	pdf                            *app.PDFUpload
+	// paths maps the service's field names (app.StartCollection's members) to where the
+	// request carried them, for those that differ (the PDF is a parameter of its own).
+	paths     map[string]string
+	canonical any // what the request hash covers
 }
 
 // createdResponse is the 201 body of POST /collections.
@@ -168,7 +172,7 @@ func (h *handlers) startCollection(c *gin.Context) {
 		if !httpapi.DecodeJSON(c, &req) {
 			return
 		}
-		in, errs = validateV1(req)
+		in, errs = validateV1(req, h.deps.Now())
 	default:
 		var req startRequestV2
 		if !httpapi.DecodeJSON(c, &req) {
@@ -226,7 +230,21 @@ func validateCommon(companyID, loginMethod string) []httpapi.FieldError {
 	return errs
 }
 
-func validateV1(req startRequestV1) (startInput, []httpapi.FieldError) {
+// parsePersonalNumber parses a personal number the request carried at field, once: the value
+// travels on, and a rule it breaks is a field error at that path (which never quotes it).
+func parsePersonalNumber(field, raw string, now time.Time) (personnummer.Number, *httpapi.FieldError) {
+	n, err := personnummer.Parse(raw, now)
+	if err == nil {
+		return n, nil
+	}
+	var fe *domain.FieldError
+	if errors.As(err, &fe) {
+		return personnummer.Number{}, &httpapi.FieldError{Field: field, Message: fe.Reason}
+	}
+	return personnummer.Number{}, &httpapi.FieldError{Field: field, Message: "is not a personal number"}
+}
+
+func validateV1(req startRequestV1, now time.Time) (startInput, []httpapi.FieldError) {
 	errs := validateCommon(req.Company, req.LoginMethod)
 	in := startInput{company: req.Company, loginMethod: req.LoginMethod}
 	values := map[string]string{}
@@ -250,10 +268,14 @@ func validateV1(req startRequestV1) (startInput, []httpapi.FieldError) {
 		values[k] = v
 	}
 	if v, ok := values[InputSwedishPersonalNumber]; ok {
+		field := "input." + InputSwedishPersonalNumber
 		if v == "" {
-			errs = append(errs, httpapi.FieldError{Field: "input." + InputSwedishPersonalNumber, Message: "must not be empty"})
+			errs = append(errs, httpapi.FieldError{Field: field, Message: "must not be empty"})
+		} else if pn, fe := parsePersonalNumber(field, v, now); fe != nil {
+			errs = append(errs, *fe)
+		} else {
+			in.personalNumber = pn
 		}
-		in.personalNumber, in.personalNumberField = v, "input."+InputSwedishPersonalNumber
 	}
 	if v, ok := values[InputAccountOwnerName]; ok {
 		if fe := checkName("input."+InputAccountOwnerName, v); fe != nil {
@@ -291,7 +313,7 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 
 	canonical := make([]any, 0, len(req.Parameters))
 	seen := map[string]int{}
-	var eid *personalNumberParam
+	var eidNumber personnummer.Number // the EID parameter's person, when it names one validly
 	eidIndex, pdfIndex := -1, -1
 	for i, raw := range req.Parameters {
 		prefix := fmt.Sprintf("parameters[%d]", i)
@@ -335,7 +357,12 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 				errs = append(errs, httpapi.FieldError{Field: prefix + ".personalNumber", Message: "is required"})
 				continue
 			}
-			in.personalNumber, in.personalNumberField = *p.PersonalNumber, prefix+".personalNumber"
+			pn, fe := parsePersonalNumber(prefix+".personalNumber", *p.PersonalNumber, now)
+			if fe != nil {
+				errs = append(errs, *fe)
+				continue
+			}
+			in.personalNumber = pn
 		case ParamAccountOwnerName:
 			var p accountOwnerNameParam
 			if !decode(&p) {
@@ -355,11 +382,20 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 			if !decode(&p) {
 				continue
 			}
-			if p.PersonalNumber != nil && *p.PersonalNumber == "" {
+			eidIndex = i
+			if p.PersonalNumber == nil {
+				continue
+			}
+			if *p.PersonalNumber == "" {
 				errs = append(errs, httpapi.FieldError{Field: prefix + ".personalNumber", Message: "must not be empty when given"})
 				continue
 			}
-			eid, eidIndex = &p, i
+			pn, fe := parsePersonalNumber(prefix+".personalNumber", *p.PersonalNumber, now)
+			if fe != nil {
+				errs = append(errs, *fe)
+				continue
+			}
+			eidNumber = pn
 		case ParamPsd2AisConsent:
 			var p psd2AisConsentParam
 			if !decode(&p) {
@@ -386,6 +422,7 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 			if p.FileName != nil {
 				in.pdf.FileName = *p.FileName
 			}
+			in.paths = map[string]string{collection.FieldPDF: prefix + ".contentBase64"}
 		default:
 			errs = append(errs, httpapi.FieldError{Field: prefix + ".type", Message: "must be one of " + strings.Join([]string{
 				ParamSwedishPersonalNumber, ParamAccountOwnerName, ParamSwedishEid, ParamPsd2AisConsent, ParamPdfDocument}, ", ")})
@@ -393,13 +430,15 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 	}
 
 	// The EID parameter may name the person instead of, or as well as, the personal-number
-	// parameter; both must then be the same person.
-	if eid != nil && eid.PersonalNumber != nil {
-		field := fmt.Sprintf("parameters[%d].personalNumber", eidIndex)
-		if in.personalNumber == "" {
-			in.personalNumber, in.personalNumberField = *eid.PersonalNumber, field
-		} else if fe := checkSamePerson(field, in.personalNumber, *eid.PersonalNumber, now); fe != nil {
-			errs = append(errs, *fe)
+	// parameter; both must then be the same person, which the parsed values tell whatever the
+	// spelling of each.
+	if !eidNumber.IsZero() {
+		switch {
+		case in.personalNumber.IsZero():
+			in.personalNumber = eidNumber
+		case in.personalNumber != eidNumber:
+			errs = append(errs, httpapi.FieldError{Field: fmt.Sprintf("parameters[%d].personalNumber", eidIndex),
+				Message: "must be the same person as the " + ParamSwedishPersonalNumber})
 		}
 	}
 	// PDF_UPLOAD collects from the uploaded document and nothing else, so it needs one; other login
@@ -419,20 +458,6 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 		Parameters  []any  `json:"parameters"`
 	}{req.Company, req.LoginMethod, in.userUUID, canonical}
 	return in, errs
-}
-
-// checkSamePerson checks the EID parameter's personal number when the personal-number parameter
-// names the person too: the domain only sees the latter, so this one is checked here. A bad
-// primary number is left to the domain, so the client gets that rule's message at its field.
-func checkSamePerson(field, primary, eid string, now time.Time) *httpapi.FieldError {
-	pe, err := personnummer.Parse(eid, now)
-	if err != nil {
-		return &httpapi.FieldError{Field: field, Message: strings.TrimSuffix(err.Error(), ": "+domain.ErrInvalid.Error())}
-	}
-	if pp, err := personnummer.Parse(primary, now); err == nil && pp != pe {
-		return &httpapi.FieldError{Field: field, Message: "must be the same person as the " + ParamSwedishPersonalNumber}
-	}
-	return nil
 }
 
 // checkPDF checks the document's encoding and size and returns its decoded content. Whether it
@@ -473,17 +498,22 @@ func requestHash(version httpapi.Version, canonical any) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// writeStartError maps the service's typed errors to the contract's problems.
+// writeStartError maps the service's typed errors to the contract's problems. A field error
+// names an app.StartCollection member; in.paths says where the request carried the members
+// whose path differs from their name.
 func writeStartError(c *gin.Context, err error, in startInput) {
-	var invalid *app.InvalidInputError
 	var unavailable *app.CompanyUnavailableError
-	switch {
-	case errors.As(err, &invalid):
-		field := string(invalid.Input)
-		if invalid.Input == app.InputPersonalNumber && in.personalNumberField != "" {
-			field = in.personalNumberField
+	switch fields := domain.FieldErrors(err); {
+	case len(fields) > 0:
+		errs := make([]httpapi.FieldError, len(fields))
+		for i, f := range fields {
+			path := in.paths[f.Field]
+			if path == "" {
+				path = f.Field
+			}
+			errs[i] = httpapi.FieldError{Field: path, Message: f.Reason}
 		}
-		httpapi.AbortValidation(c, "The collection request is invalid.", httpapi.FieldError{Field: field, Message: invalid.Reason})
+		httpapi.AbortValidation(c, "The collection request is invalid.", errs...)
 	case errors.As(err, &unavailable):
 		detail := fmt.Sprintf("Company %s is not available; check its availability and try again later.", unavailable.Company)
 		if unavailable.Message != "" {

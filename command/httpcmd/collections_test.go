@@ -17,6 +17,7 @@ import (
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/sandbox"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
@@ -32,7 +33,7 @@ var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 type env struct {
 	engine *gin.Engine
 	store  *memstore.Store
-	repo   *repository.Repository
+	repo   *repository.Repository[*collection.Collection]
 }
 
 func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.CollectionCommands) *env {
@@ -42,7 +43,7 @@ func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.Collect
 		t.Fatal(err)
 	}
 	store := memstore.New()
-	repo := repository.New(store, reg, func() time.Time { return testNow })
+	repo := repository.New(store, reg, collection.Kind, repository.WithClock(func() time.Time { return testNow }))
 	if starter == nil {
 		starter = app.NewCollectionService(sandbox.Catalog(), repo, func() time.Time { return testNow })
 	}
@@ -141,7 +142,7 @@ func TestCreateCollectionV2(t *testing.T) {
 	if w.Header().Get(httpapi.HeaderServiceVersion) != "2026-04-01" {
 		t.Fatalf("Service-Version = %q", w.Header().Get(httpapi.HeaderServiceVersion))
 	}
-	agg, err := e.repo.LoadCollection(context.Background(), body["collectionId"].(string))
+	agg, err := e.repo.Load(context.Background(), body["collectionId"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestCreateCollectionV1(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	body := created(t, e.post(t, req{body: `{"company":"se-demo-pension","loginMethod":"` + mock +
 		`","input":{"SWEDISH_PERSONAL_NUMBER":"19121212-1212","ACCOUNT_OWNER_NAME":"Tolvan Tolvansson"}}`}))
-	agg, err := e.repo.LoadCollection(context.Background(), body["collectionId"].(string))
+	agg, err := e.repo.Load(context.Background(), body["collectionId"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestPersonalNumberFormats(t *testing.T) {
 				{body: `{"company":"se-demo-insurer","loginMethod":"` + mock + `","input":{"SWEDISH_PERSONAL_NUMBER":"` + tc.in + `"}}`},
 			} {
 				body := created(t, e.post(t, r))
-				agg, err := e.repo.LoadCollection(context.Background(), body["collectionId"].(string))
+				agg, err := e.repo.Load(context.Background(), body["collectionId"].(string))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -213,7 +214,7 @@ func TestEidParameterPersonalNumber(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	body := created(t, e.post(t, req{version: "2026-04-01", body: v2Body("se-demo-insurer", "SWEDISH_MOBILE_EID_OTHER_DEVICE",
 		`{"type":"SwedishEidParameter","personalNumber":"19900101-0017"}`)}))
-	agg, _ := e.repo.LoadCollection(context.Background(), body["collectionId"].(string))
+	agg, _ := e.repo.Load(context.Background(), body["collectionId"].(string))
 	if agg.Person().PersonalNumber != "199001010017" {
 		t.Fatalf("stored %q", agg.Person().PersonalNumber)
 	}
@@ -389,5 +390,21 @@ func TestNoBodyLeaksIntoStoredMetadata(t *testing.T) {
 				t.Fatal("personal number in envelope metadata")
 			}
 		}
+	}
+}
+
+func TestEidParameterNamesTheSamePersonInAnySpelling(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	body := created(t, e.post(t, req{version: "2026-04-01", body: v2Body("se-demo-insurer", "SWEDISH_MOBILE_EID_OTHER_DEVICE",
+		pnParam("900101-0017"), `{"type":"SwedishEidParameter","personalNumber":"19900101-0017"}`)}))
+	agg, _ := e.repo.Load(context.Background(), body["collectionId"].(string))
+	if agg.Person().PersonalNumber != "199001010017" {
+		t.Fatalf("stored %q", agg.Person().PersonalNumber)
+	}
+	// Both numbers broken: each is reported at its own place.
+	p := problemOf(t, e.post(t, req{version: "2026-04-01", body: v2Body("se-demo-insurer", "SWEDISH_MOBILE_EID_OTHER_DEVICE",
+		pnParam("199001010018"), `{"type":"SwedishEidParameter","personalNumber":"199013010017"}`)}), http.StatusBadRequest, httpapi.CodeValidationFailed)
+	if !hasField(p, "parameters[0].personalNumber") || !hasField(p, "parameters[1].personalNumber") {
+		t.Fatalf("errors = %+v", p.Errors)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
 )
@@ -218,15 +219,14 @@ func checkResponse(prefix string, it responseItem) []httpapi.FieldError {
 
 // writeSupplementError maps the service's refusals to the contract's problems.
 func writeSupplementError(c *gin.Context, err error) {
-	var rejected *collection.InputRejectedError
-	switch {
+	switch rejected := domain.FieldErrors(err); {
 	case errors.Is(err, app.ErrCollectionNotFound):
 		collectionNotFound(c)
-	case errors.As(err, &rejected):
+	case len(rejected) > 0:
 		// The domain's field names are the request's paths (inputs[0].value, responses[1].status).
-		fields := make([]httpapi.FieldError, len(rejected.Fields))
-		for i, f := range rejected.Fields {
-			fields[i] = httpapi.FieldError{Field: f.Field, Message: f.Message}
+		fields := make([]httpapi.FieldError, len(rejected))
+		for i, f := range rejected {
+			fields[i] = httpapi.FieldError{Field: f.Field, Message: f.Reason}
 		}
 		httpapi.AbortValidation(c, supplementInvalidDetail, fields...)
 	case errors.Is(err, collection.ErrNotAwaitingInput):

@@ -30,19 +30,11 @@ func (e *env) startIn(t *testing.T, status collection.Status, details collection
 
 func (e *env) changeStatus(t *testing.T, id string, to collection.Status, details collection.StatusDetails) {
 	t.Helper()
-	agg, err := e.repo.LoadCollection(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if to == collection.StatusLogin {
 		details = collection.StatusDetails{}
 	}
-	events, err := agg.ChangeStatusWith(to, details, testNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.repo.Save(context.Background(), collection.StreamName(id), agg.Version(),
-		repository.Meta{Tenant: "acme", Actor: "connector"}, events); err != nil {
+	if _, _, err := e.repo.Update(context.Background(), id, repository.Meta{Tenant: "acme", Actor: "connector"},
+		func(c *collection.Collection) error { return c.ChangeStatusWith(to, details, testNow) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -82,7 +74,7 @@ func TestSupplementInfoAccepted(t *testing.T) {
 	if w.Header().Get("Location") != "/collections/"+id+"/status" || w.Header().Get("Idempotent-Replayed") != "" {
 		t.Fatalf("headers = %v", w.Header())
 	}
-	agg, _ := e.repo.LoadCollection(context.Background(), id)
+	agg, _ := e.repo.Load(context.Background(), id)
 	s := agg.SuppliedInput()
 	if s == nil || len(s.Personal.Inputs) != 2 || s.Personal.Inputs[1].Value != "46701234567" {
 		t.Fatalf("supplied = %+v", s)
@@ -97,7 +89,7 @@ func TestSupplementInfoClientResponses(t *testing.T) {
 		{RequestID: "r1", Method: "POST", URL: "https://company.example/eid/start"}}})
 	accepted(t, e.supplement(t, id, `{"responses":[{"requestId":"r1","status":200,"headers":{"Content-Type":"application/json"},"body":"{\"autoStartToken\":\"x\"}"},`+
 		`{"requestId":"some-new-url","status":404,"headers":{},"body":""}]}`, "", ""))
-	agg, _ := e.repo.LoadCollection(context.Background(), id)
+	agg, _ := e.repo.Load(context.Background(), id)
 	if s := agg.SuppliedInput(); s == nil || s.Kind != collection.InputKindClientResponses || len(s.RequestIDs) != 1 {
 		t.Fatalf("supplied = %+v", s)
 	}
@@ -234,7 +226,7 @@ func TestDeleteCollectionIsRefused(t *testing.T) {
 			t.Fatalf("Allow = %q", w.Header().Get("Allow"))
 		}
 	}
-	agg, _ := e.repo.LoadCollection(context.Background(), id)
+	agg, _ := e.repo.Load(context.Background(), id)
 	if agg.Status() != collection.StatusLogin {
 		t.Fatalf("status = %s after DELETE", agg.Status())
 	}
@@ -250,7 +242,7 @@ func TestPDFUploadRecordsTheDocument(t *testing.T) {
 	if len(stream) != 2 || stream[1].Type != collection.EventDocumentUploaded || e.store.Appends() != 1 {
 		t.Fatalf("stream = %d events, appends %d", len(stream), e.store.Appends())
 	}
-	agg, err := e.repo.LoadCollection(context.Background(), id)
+	agg, err := e.repo.Load(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +253,7 @@ func TestPDFUploadRecordsTheDocument(t *testing.T) {
 	// Without a file name the document still goes through.
 	body = v2Body("se-demo-insurer", "PDF_UPLOAD", `{"type":"PdfDocumentParameter","contentBase64":"`+base64.StdEncoding.EncodeToString(content)+`"}`)
 	id = created(t, e.post(t, req{version: "2026-04-01", body: body}))["collectionId"].(string)
-	agg, _ = e.repo.LoadCollection(context.Background(), id)
+	agg, _ = e.repo.Load(context.Background(), id)
 	if docs := agg.Documents(); len(docs) != 1 || docs[0].FileName != "" {
 		t.Fatalf("documents = %+v", docs)
 	}

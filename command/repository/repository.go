@@ -1,5 +1,8 @@
-// Package repository loads aggregates from the event store and saves their decisions with
-// optimistic concurrency. It is the one place where domain events meet envelopes.
+// Package repository is the one way an aggregate changes: Update loads it from the event store,
+// runs a decide function on it, appends what the aggregate recorded at the revision it was
+// loaded at, and on a conflict loads and decides again. It is the one place where domain events
+// meet envelopes. Repository is generic over the aggregate, so every aggregate (collection,
+// client, and those to come) is stored the same way, described by its domain.Kind.
 package repository
 
 import (
@@ -12,8 +15,6 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/domain"
-	"github.com/samla/samla/domain/client"
-	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
 )
 
@@ -31,73 +32,172 @@ type Meta struct {
 	Actor         string
 }
 
-// Repository loads and saves aggregates.
-type Repository struct {
+const (
+	// DefaultMaxAttempts bounds the load/decide/append rounds of one Update. A conflict means
+	// another writer appended in between (for a collection: the connector's claim or status
+	// change, or a client's racing retry); aggregates move a few times per minute at most, so a
+	// handful of rounds always suffices unless something is badly wrong, and then the caller gets
+	// an error rather than a hang.
+	DefaultMaxAttempts = 5
+	// DefaultAppendTimeout bounds one append. The append runs without the caller's cancellation
+	// (see Update), so this is what stops it when the store hangs.
+	DefaultAppendTimeout = 10 * time.Second
+)
+
+// Option configures a Repository.
+type Option func(*settings)
+
+type settings struct {
+	now           func() time.Time
+	maxAttempts   int
+	appendTimeout time.Duration
+}
+
+// WithClock sets the clock of the envelopes' occurred-at; the default is time.Now.
+func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
+
+// WithMaxAttempts sets how many load/decide/append rounds Update makes before it gives up on
+// conflicts (DefaultMaxAttempts when n < 1).
+func WithMaxAttempts(n int) Option { return func(s *settings) { s.maxAttempts = n } }
+
+// WithAppendTimeout bounds one append (DefaultAppendTimeout when d <= 0).
+func WithAppendTimeout(d time.Duration) Option { return func(s *settings) { s.appendTimeout = d } }
+
+// Repository loads and updates the aggregates of one kind.
+type Repository[A domain.Aggregate] struct {
 	store    Store
 	registry *eventschema.Registry
-	now      func() time.Time
+	kind     domain.Kind[A]
+	settings
 }
 
-// New builds a repository. now is the clock used for occurred-at; nil means time.Now.
-func New(store Store, registry *eventschema.Registry, now func() time.Time) *Repository {
-	if now == nil {
-		now = time.Now
+// New builds a repository for the aggregates of kind, e.g. New(store, registry, collection.Kind).
+func New[A domain.Aggregate](store Store, registry *eventschema.Registry, kind domain.Kind[A], opts ...Option) *Repository[A] {
+	s := settings{now: time.Now, maxAttempts: DefaultMaxAttempts, appendTimeout: DefaultAppendTimeout}
+	for _, o := range opts {
+		o(&s)
 	}
-	return &Repository{store: store, registry: registry, now: now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxAttempts < 1 {
+		s.maxAttempts = DefaultMaxAttempts
+	}
+	if s.appendTimeout <= 0 {
+		s.appendTimeout = DefaultAppendTimeout
+	}
+	return &Repository[A]{store: store, registry: registry, kind: kind, settings: s}
 }
 
-// Load reads and decodes every event of a stream. A missing stream is no events, not an error.
-func (r *Repository) Load(ctx context.Context, stream string) ([]domain.Event, error) {
+// Load rebuilds the aggregate with this id from its stream. A stream without events is an
+// aggregate without events (Version 0), not an error.
+func (r *Repository[A]) Load(ctx context.Context, id string) (A, error) {
+	stream := r.kind.Stream(id)
+	agg := r.kind.New()
 	envs, err := r.store.ReadStream(ctx, stream, 0, 0)
 	if errors.Is(err, eventstore.ErrStreamNotFound) {
-		return nil, nil
+		return agg, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", stream, err)
+		var zero A
+		return zero, fmt.Errorf("load %s: %w", stream, err)
 	}
-	return r.registry.DecodeAll(envs)
-}
-
-// LoadCollection rebuilds a collection; Exists() is false when it was never started.
-func (r *Repository) LoadCollection(ctx context.Context, collectionID string) (*collection.Collection, error) {
-	events, err := r.Load(ctx, collection.StreamName(collectionID))
+	events, err := r.registry.DecodeAll(envs)
 	if err != nil {
-		return nil, err
+		var zero A
+		return zero, fmt.Errorf("load %s: %w", stream, err)
 	}
-	return collection.Rehydrate(events)
+	if err := domain.Rehydrate(agg, events...); err != nil {
+		var zero A
+		return zero, fmt.Errorf("load %s: %w", stream, err)
+	}
+	return agg, nil
 }
 
-// LoadClient rebuilds a client; Exists() is false when it was never registered.
-func (r *Repository) LoadClient(ctx context.Context, clientID string) (*client.Client, error) {
-	events, err := r.Load(ctx, client.StreamName(clientID))
-	if err != nil {
-		return nil, err
+// UpdateOption adjusts one Update.
+type UpdateOption func(*update)
+
+type update struct{ newID bool }
+
+// NewID says the id was just generated (a fresh UUID), so its stream cannot have events yet:
+// the first round decides on an empty aggregate without reading the stream, which keeps a read
+// off the hot path. Should the stream exist after all, the append's no-stream expectation fails
+// and the next round loads it as usual.
+func NewID() UpdateOption { return func(u *update) { u.newID = true } }
+
+// Update is the one way to change an aggregate: load it, run decide on it, and append the events
+// decide made it record, expecting the stream to be where it was loaded. On a conflict (another
+// writer appended meanwhile) it loads the new state and decides again, up to the repository's
+// attempts; giving up returns an error that wraps eventstore.ErrWrongExpectedRevision. decide
+// may therefore run more than once and must change nothing but the aggregate.
+//
+// It returns the updated aggregate (its recorded events now stored) and where the append landed;
+// a decide that records nothing appends nothing and returns a zero AppendResult. When decide
+// fails, Update returns the aggregate as decide left it and decide's error unchanged, and
+// appends nothing.
+//
+// The append does not stop when ctx is cancelled: an append that the store made durable must be
+// reported as done, not lost to a client that went away in the meantime (the client's retry
+// then finds it). It is bounded by the repository's append timeout instead. Loads do stop with
+// ctx, as nothing is decided yet.
+func (r *Repository[A]) Update(ctx context.Context, id string, meta Meta, decide func(A) error, opts ...UpdateOption) (A, eventstore.AppendResult, error) {
+	var o update
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return client.Rehydrate(events)
+	var zero A
+	stream := r.kind.Stream(id)
+	var conflict error
+	for attempt := 1; attempt <= r.maxAttempts; attempt++ {
+		var agg A
+		if attempt == 1 && o.newID {
+			agg = r.kind.New()
+		} else {
+			var err error
+			if agg, err = r.Load(ctx, id); err != nil {
+				return zero, eventstore.AppendResult{}, err
+			}
+		}
+		if err := decide(agg); err != nil {
+			return agg, eventstore.AppendResult{}, err
+		}
+		recorded := agg.Recorded()
+		if len(recorded) == 0 {
+			return agg, eventstore.AppendResult{}, nil
+		}
+		res, err := r.append(ctx, stream, agg.StoredVersion(), meta, recorded)
+		if err == nil {
+			domain.MarkStored(agg)
+			return agg, res, nil
+		}
+		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
+			return zero, eventstore.AppendResult{}, err
+		}
+		conflict = err
+	}
+	return zero, eventstore.AppendResult{}, fmt.Errorf("update %s: gave up after %d conflicting attempts: %w", stream, r.maxAttempts, conflict)
 }
 
-// Save appends the events an aggregate decided, expecting the stream to be at the version the
-// aggregate was loaded at. Nothing to save is a no-op.
-func (r *Repository) Save(ctx context.Context, stream string, version int, meta Meta, events []domain.Event) (eventstore.AppendResult, error) {
-	if len(events) == 0 {
-		return eventstore.AppendResult{}, nil
-	}
+// append stores events after the stream's first version events, whatever becomes of ctx.
+func (r *Repository[A]) append(ctx context.Context, stream string, version int, meta Meta, events []domain.Event) (eventstore.AppendResult, error) {
 	envs := make([]eventschema.Envelope, 0, len(events))
 	now := r.now().UTC().Truncate(time.Millisecond)
 	for _, e := range events {
-		typ, version, payload, err := r.registry.Encode(e)
+		typ, schemaVersion, payload, err := r.registry.Encode(e)
 		if err != nil {
-			return eventstore.AppendResult{}, fmt.Errorf("save %s: %w", stream, err)
+			return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
 		}
 		envs = append(envs, eventschema.Envelope{
-			EventID: uuid.NewString(), Type: typ, SchemaVersion: version, Tenant: meta.Tenant,
+			EventID: uuid.NewString(), Type: typ, SchemaVersion: schemaVersion, Tenant: meta.Tenant,
 			OccurredAt: now, CorrelationID: meta.CorrelationID, CausationID: meta.CausationID,
 			Actor: meta.Actor, Payload: payload,
 		})
 	}
-	res, err := r.store.Append(ctx, stream, eventstore.AfterVersion(version), envs)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.appendTimeout)
+	defer cancel()
+	res, err := r.store.Append(actx, stream, eventstore.AfterVersion(version), envs)
 	if err != nil {
-		return eventstore.AppendResult{}, fmt.Errorf("save %s: %w", stream, err)
+		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
 	}
 	return res, nil
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/platform/retry"
 )
 
 // recordable tells the data products a collection of a product keeps. Personal information of
@@ -202,40 +202,29 @@ func (s *session) complete(ctx context.Context, g *collected) error {
 	case g.records() == 0:
 		final = collection.StatusCompletedEmpty
 	}
-	c, err := s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+	c, err := s.mutate(ctx, true, func(c *collection.Collection) error {
 		now := s.w.now()
-		var events []domain.Event
 		switch c.Product() {
 		case collection.ProductInsurance:
 			if len(g.insurances) > 0 {
-				recorded, err := c.RecordInsurances(g.insurances, g.holderNames, now)
-				if err != nil {
-					return nil, err
+				if err := c.RecordInsurances(g.insurances, g.holderNames, now); err != nil {
+					return err
 				}
-				events = append(events, recorded...)
 			}
 		case collection.ProductWealth:
 			if g.wealthRecords() > 0 || g.wealth.PersonalInformation != nil {
-				recorded, err := c.RecordWealth(g.wealth, now)
-				if err != nil {
-					return nil, err
+				if err := c.RecordWealth(g.wealth, now); err != nil {
+					return err
 				}
-				events = append(events, recorded...)
 			}
 			for _, doc := range g.documents {
-				recorded, err := c.RecordDocument(doc, now)
-				if err != nil {
-					return nil, err
+				if err := c.RecordDocument(doc, now); err != nil {
+					return err
 				}
-				events = append(events, recorded...)
 			}
 		}
-		// Decided on the same state as the records: recording does not move the status.
-		changed, err := c.ChangeStatusWith(final, collection.StatusDetails{}, now)
-		if err != nil {
-			return nil, err
-		}
-		return append(events, changed...), nil
+		// Recording data does not move the status: the collection is still COLLECTING here.
+		return c.ChangeStatusWith(final, collection.StatusDetails{}, now)
 	})
 	if err != nil {
 		return err
@@ -277,7 +266,7 @@ func (s *session) drivePDF(ctx context.Context, c *collection.Collection, compan
 			return s.finish(ctx, collection.StatusFailed, fmt.Errorf("a PDF upload session asks for a login (%s)", cs.State))
 		}
 		// Still reading: the company answers when it is done.
-		if err := sleep(ctx, s.w.cfg.PollInterval); err != nil {
+		if err := retry.Sleep(ctx, s.w.cfg.PollInterval); err != nil {
 			return err
 		}
 		if c, err = s.renewClaim(ctx, c); err != nil {

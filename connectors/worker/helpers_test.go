@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,8 @@ import (
 	"github.com/samla/samla/connectors/company"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/connectors/worker"
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/metrics"
 )
@@ -68,7 +69,7 @@ type env struct {
 	t         *testing.T
 	store     *outageStore
 	reg       *eventschema.Registry
-	repo      *repository.Repository
+	repo      *repository.Repository[*collection.Collection]
 	sb        *sandbox.Sandbox
 	companies *company.Client
 	catalog   worker.Catalog
@@ -114,7 +115,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	store := &outageStore{Store: memstore.New()}
 	return &env{
-		t: t, store: store, reg: reg, repo: repository.New(store, reg, nil), sb: sb, companies: cl,
+		t: t, store: store, reg: reg, repo: repository.New(store, reg, collection.Kind), sb: sb, companies: cl,
 		catalog: sandbox.Catalog(), metrics: m, logs: logs, logger: logger,
 	}
 }
@@ -167,20 +168,18 @@ func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
 		e.t.Fatal(err)
 	}
 	id := uuid.NewString()
-	var c collection.Collection
 	req := collection.StartRequest{
 		CollectionID: id, ClientID: clientID, Company: co.ForCollection(), LoginMethod: o.loginMethod,
-		APIVersion: "2026-04-01", PersonalNumber: o.personalNumber, AccountOwnerName: o.accountOwnerName, RequestHash: "h",
+		APIVersion: "2026-04-01", AccountOwnerName: o.accountOwnerName, RequestHash: "h",
+	}
+	if o.personalNumber != "" {
+		req.PersonalNumber = personnummer.MustParse(o.personalNumber, o.at)
 	}
 	if o.pdf != nil {
 		req.PDF = &collection.UploadedPDF{DocumentID: uuid.NewString(), FileName: "letter.pdf", Content: o.pdf}
 	}
-	events, err := c.Start(req, o.at)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	meta := repository.Meta{Tenant: clientID, CorrelationID: "req-" + id, Actor: "client:" + clientID}
-	if _, err := e.repo.Save(ctx, collection.StreamName(id), 0, meta, events); err != nil {
+	if _, _, err := e.repo.Update(ctx, id, meta, func(c *collection.Collection) error { return c.Start(req, o.at) }, repository.NewID()); err != nil {
 		e.t.Fatal(err)
 	}
 	envs, err := e.store.ReadStream(ctx, collection.StreamName(id), 0, 1)
@@ -192,18 +191,18 @@ func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
 
 func (e *env) load(id string) *collection.Collection {
 	e.t.Helper()
-	c, err := e.repo.LoadCollection(context.Background(), id)
+	c, err := e.repo.Load(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return c
 }
 
-// save appends events decided on c, as another writer would.
-func (e *env) save(id string, c *collection.Collection, events ...domain.Event) {
+// update changes the collection as another writer would (the command side, a dead worker).
+func (e *env) update(id string, decide func(*collection.Collection) error) {
 	e.t.Helper()
 	meta := repository.Meta{Tenant: clientID, CorrelationID: id, Actor: "test"}
-	if _, err := e.repo.Save(context.Background(), collection.StreamName(id), c.Version(), meta, events); err != nil {
+	if _, _, err := e.repo.Update(context.Background(), id, meta, decide); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -286,7 +285,7 @@ func (e *env) nonFinal() worker.ActiveCollections {
 		var ids []string
 		for _, s := range e.store.Streams() {
 			id := s[len(collection.StreamPrefix):]
-			c, err := e.repo.LoadCollection(ctx, id)
+			c, err := e.repo.Load(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -318,23 +317,23 @@ func (e *env) changes(id string) []collection.StatusChanged {
 // supply appends CollectionInput as the command side's supplement-info does.
 func (e *env) supply(id string, inputs ...collection.Input) {
 	e.t.Helper()
-	c := e.load(id)
-	events, err := c.SupplyInput(inputs, time.Now())
-	if err != nil {
-		e.t.Fatalf("supply input: %v (status %s)", err, c.Status())
-	}
-	e.save(id, c, events...)
+	e.update(id, func(c *collection.Collection) error {
+		if err := c.SupplyInput(inputs, time.Now()); err != nil {
+			return fmt.Errorf("supply input (status %s): %w", c.Status(), err)
+		}
+		return nil
+	})
 }
 
 // supplyResponses appends a ResponseObject as the command side's supplement-info does.
 func (e *env) supplyResponses(id string, responses ...collection.ClientResponse) {
 	e.t.Helper()
-	c := e.load(id)
-	events, err := c.SupplyClientResponses(responses, time.Now())
-	if err != nil {
-		e.t.Fatalf("supply responses: %v (status %s)", err, c.Status())
-	}
-	e.save(id, c, events...)
+	e.update(id, func(c *collection.Collection) error {
+		if err := c.SupplyClientResponses(responses, time.Now()); err != nil {
+			return fmt.Errorf("supply responses (status %s): %w", c.Status(), err)
+		}
+		return nil
+	})
 }
 
 // handle hands the started envelopes to the worker as the Kafka consumer would.

@@ -9,16 +9,16 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
 )
 
-// Repository is the part of the command repository a worker needs; *repository.Repository
-// satisfies it.
+// Repository is the part of the command repository a worker needs;
+// *repository.Repository[*collection.Collection] satisfies it. Every change goes through Update.
 type Repository interface {
-	LoadCollection(ctx context.Context, collectionID string) (*collection.Collection, error)
-	Save(ctx context.Context, stream string, version int, meta repository.Meta, events []domain.Event) (eventstore.AppendResult, error)
+	Load(ctx context.Context, collectionID string) (*collection.Collection, error)
+	Update(ctx context.Context, collectionID string, meta repository.Meta, decide func(*collection.Collection) error,
+		opts ...repository.UpdateOption) (*collection.Collection, eventstore.AppendResult, error)
 }
 
 // Catalog tells which companies exist and which login methods they support; *catalog.Catalog

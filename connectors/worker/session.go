@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/platform/retry"
 )
 
 var (
@@ -29,11 +28,16 @@ func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
 const (
-	// maxWriteAttempts bounds load-decide-save rounds of one step (conflicts and store errors).
-	maxWriteAttempts = 6
-	storeRetryDelay  = 100 * time.Millisecond
+	// maxStoreAttempts bounds the tries of one step against a failing event store; conflicts
+	// with other writers are the repository's to retry, within each try.
+	maxStoreAttempts = 5
 	endSessionWait   = 5 * time.Second
 )
+
+// storeBackoff spaces the tries of a step against a failing event store: up to 1.5 s in all before
+// the session leaves the collection for a later sweep. Every worker's sessions fail together
+// when the store does, hence the jitter.
+var storeBackoff = retry.Backoff{Base: 100 * time.Millisecond, Max: time.Second, Jitter: true}
 
 // session drives one collection's company session.
 type session struct {
@@ -42,6 +46,7 @@ type session struct {
 	causation string
 	log       *slog.Logger
 	company   string
+	tenant    string // the collection's client, known from the first load on
 
 	// inherited are the deadlines the collection waited under when this session took it over
 	// (after a restart or from a dead worker): a new login that asks the user for the same
@@ -104,7 +109,7 @@ func (s *session) run(ctx context.Context) error {
 	if c.Status().IsFinal() {
 		return nil
 	}
-	s.company = c.Company()
+	s.company, s.tenant = c.Company(), c.ClientID()
 	s.log = s.log.With("company", s.company)
 
 	// A deadline that passed, e.g. while the service was down, fires before anything else, and
@@ -115,7 +120,7 @@ func (s *session) run(ctx context.Context) error {
 			return err
 		}
 	}
-	c, err = s.mutate(ctx, false, func(c *collection.Collection) ([]domain.Event, error) {
+	c, err = s.mutate(ctx, false, func(c *collection.Collection) error {
 		return c.Claim(s.w.cfg.WorkerID, s.w.now(), s.w.cfg.StaleClaimAfter)
 	})
 	if errors.Is(err, collection.ErrAlreadyClaimed) {
@@ -235,7 +240,7 @@ func (s *session) poll(ctx context.Context, c *collection.Collection, companyID 
 		// spin on a deadline that passed while the company moved on).
 		wait = min(wait, max(d.DueAt.Sub(s.w.now())+time.Millisecond, 5*time.Millisecond))
 	}
-	if err := sleep(ctx, wait); err != nil {
+	if err := retry.Sleep(ctx, wait); err != nil {
 		return c, cs, false, err
 	}
 	c, err := s.renewClaim(ctx, c)
@@ -361,9 +366,9 @@ func rejectionMessage(e *InputRejectedError) string {
 // reopen records the current status again with a new message, which clears the input the
 // aggregate holds, so that the client can post supplement-info again. The deadline stays.
 func (s *session) reopen(ctx context.Context, message string) (*collection.Collection, error) {
-	return s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+	return s.mutate(ctx, true, func(c *collection.Collection) error {
 		if c.SuppliedInput() == nil {
-			return nil, nil
+			return nil
 		}
 		d := c.Current().Details()
 		if d.Message == message {
@@ -390,11 +395,11 @@ func (s *session) show(ctx context.Context, c *collection.Collection, cs Company
 	if c.Status() != to && !collection.CanTransition(c.Status(), to) {
 		return c, nil
 	}
-	return s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+	return s.mutate(ctx, true, func(c *collection.Collection) error {
 		now := s.w.now()
 		to, d := s.target(c, cs, now)
 		if c.Status() != to && !collection.CanTransition(c.Status(), to) {
-			return nil, nil // the step is behind the collection (a quiet re-login at COLLECTING)
+			return nil // the step is behind the collection (a quiet re-login at COLLECTING)
 		}
 		return c.ChangeStatusWith(to, d, now)
 	})
@@ -412,7 +417,7 @@ func (s *session) due(c *collection.Collection) bool {
 // enforced whoever runs the session.
 func (s *session) expire(ctx context.Context, mustOwn bool) (bool, error) {
 	var kind collection.DeadlineKind
-	c, err := s.mutate(ctx, mustOwn, func(c *collection.Collection) ([]domain.Event, error) {
+	c, err := s.mutate(ctx, mustOwn, func(c *collection.Collection) error {
 		if d := c.Deadline(); d != nil {
 			kind = d.Kind
 		}
@@ -435,9 +440,9 @@ func (s *session) advance(ctx context.Context, c *collection.Collection, to coll
 	if c.Status() == to {
 		return c, nil
 	}
-	return s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+	return s.mutate(ctx, true, func(c *collection.Collection) error {
 		if c.Status() == to || !collection.CanTransition(c.Status(), to) {
-			return nil, nil
+			return nil
 		}
 		return c.ChangeStatusWith(to, collection.StatusDetails{}, s.w.now())
 	})
@@ -457,26 +462,18 @@ func (s *session) finish(ctx context.Context, to collection.Status, cause error)
 	if cause != nil {
 		s.log.Info("ending collection", "status", to, "cause", cause)
 	}
-	c, err := s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+	c, err := s.mutate(ctx, true, func(c *collection.Collection) error {
 		now := s.w.now()
 		if collection.CanTransition(c.Status(), to) {
 			return c.ChangeStatusWith(to, collection.StatusDetails{}, now)
 		}
 		if via, ok := bridges[to]; ok && collection.CanTransition(c.Status(), via) && collection.CanTransition(via, to) {
-			first, err := c.ChangeStatusWith(via, collection.StatusDetails{}, now)
-			if err != nil {
-				return nil, err
+			// The outcome is decided on the state after the bridge, which the aggregate applied
+			// when it recorded it; both go in one append.
+			if err := c.ChangeStatusWith(via, collection.StatusDetails{}, now); err != nil {
+				return err
 			}
-			// Decide the outcome on the state after the bridge, without touching c (mutate
-			// applies both events to it once they are stored).
-			next := *c
-			for _, e := range first {
-				if err := next.Apply(e); err != nil {
-					return nil, err
-				}
-			}
-			last, err := next.ChangeStatusWith(to, collection.StatusDetails{}, now)
-			return append(first, last...), err
+			return c.ChangeStatusWith(to, collection.StatusDetails{}, now)
 		}
 		s.log.Warn("outcome not allowed from current status; ending FAILED", "from", c.Status(), "outcome", to)
 		return c.ChangeStatusWith(collection.StatusFailed, collection.StatusDetails{}, now)
@@ -517,7 +514,7 @@ func (s *session) renewClaim(ctx context.Context, c *collection.Collection) (*co
 	if s.w.now().Sub(c.UpdatedAt()) < s.w.cfg.StaleClaimAfter/2 {
 		return c, nil
 	}
-	c, err := s.mutate(ctx, true, func(c *collection.Collection) ([]domain.Event, error) {
+	c, err := s.mutate(ctx, true, func(c *collection.Collection) error {
 		return c.Claim(s.w.cfg.WorkerID, s.w.now(), s.w.cfg.StaleClaimAfter)
 	})
 	if errors.Is(err, collection.ErrAlreadyClaimed) {
@@ -537,64 +534,58 @@ func (s *session) endCompanySession(ctx context.Context, companyID string, cs *C
 	}
 }
 
-// mutate is one step: load the collection, decide on it, append at the revision it was
-// loaded at. A concurrent write makes it reload and decide again; a store error is retried a
-// few times. mustOwn refuses to act once another worker has claimed the collection, which
-// fences a worker that lost its claim while it was away.
-func (s *session) mutate(ctx context.Context, mustOwn bool, decide func(*collection.Collection) ([]domain.Event, error)) (*collection.Collection, error) {
+// mutate is one step, through the repository's one update operation: decide on the collection
+// as stored now and append what it recorded, deciding again after a concurrent write. On top of
+// it come the session's own rules, checked before decide: a final collection is errEnded, and
+// mustOwn refuses to act once another worker has claimed the collection (errDropped), which
+// fences a worker that lost its claim while it was away. A failing event store is tried again a
+// few times with backoff, then reported as a *storeError.
+func (s *session) mutate(ctx context.Context, mustOwn bool, decide func(*collection.Collection) error) (*collection.Collection, error) {
 	var lastErr error
-	for attempt := 1; attempt <= maxWriteAttempts; attempt++ {
-		if lastErr != nil {
-			if err := sleep(ctx, storeRetryDelay*time.Duration(attempt-1)); err != nil {
+	for attempt := 1; attempt <= maxStoreAttempts; attempt++ {
+		if attempt > 1 {
+			if err := retry.Sleep(ctx, storeBackoff.Delay(attempt-1)); err != nil {
 				return nil, err
 			}
 		}
-		c, err := s.load(ctx)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if !c.Exists() {
-			return nil, fmt.Errorf("collection %s has no events", s.id)
-		}
-		if c.Status().IsFinal() {
-			return c, errEnded
-		}
-		if mustOwn && c.ClaimedBy() != s.w.cfg.WorkerID {
-			return c, errDropped
-		}
-		events, err := decide(c)
-		if err != nil || len(events) == 0 {
-			return c, err
-		}
-		_, err = s.w.cfg.Repo.Save(ctx, collection.StreamName(s.id), c.Version(), s.meta(c), events)
-		if errors.Is(err, eventstore.ErrWrongExpectedRevision) {
-			s.log.Debug("concurrent write; deciding again", "attempt", attempt)
-			lastErr = nil
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+		var refused error // what this round's decision said; nil when it decided
+		c, _, err := s.w.cfg.Repo.Update(ctx, s.id, s.meta(), func(c *collection.Collection) error {
+			refused = s.check(c, mustOwn)
+			if refused == nil {
+				refused = decide(c)
 			}
-			lastErr = &storeError{fmt.Errorf("append to collection %s: %w", s.id, err)}
-			continue
+			return refused
+		})
+		switch {
+		case err == nil:
+			return c, nil
+		case refused != nil:
+			return c, err // decided: the collection refused, or the session's rules did
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
 		}
-		for _, e := range events {
-			if err := c.Apply(e); err != nil {
-				return nil, fmt.Errorf("apply own event: %w", err)
-			}
-		}
-		return c, nil
-	}
-	if lastErr == nil {
-		lastErr = &storeError{fmt.Errorf("collection %s: %d concurrent writes in a row: %w", s.id, maxWriteAttempts, eventstore.ErrWrongExpectedRevision)}
+		lastErr = &storeError{fmt.Errorf("update collection %s: %w", s.id, err)}
+		s.log.Debug("event store failed; trying the step again", "attempt", attempt, "error", err)
 	}
 	return nil, lastErr
 }
 
+// check is the session's rule for every step: it acts on a collection that exists and has not
+// ended, and, with mustOwn, only while it holds the claim.
+func (s *session) check(c *collection.Collection, mustOwn bool) error {
+	switch {
+	case !c.Exists():
+		return fmt.Errorf("collection %s has no events", s.id)
+	case c.Status().IsFinal():
+		return errEnded
+	case mustOwn && c.ClaimedBy() != s.w.cfg.WorkerID:
+		return errDropped
+	}
+	return nil
+}
+
 func (s *session) load(ctx context.Context) (*collection.Collection, error) {
-	c, err := s.w.cfg.Repo.LoadCollection(ctx, s.id)
+	c, err := s.w.cfg.Repo.Load(ctx, s.id)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -604,9 +595,9 @@ func (s *session) load(ctx context.Context) (*collection.Collection, error) {
 	return c, nil
 }
 
-func (s *session) meta(c *collection.Collection) repository.Meta {
+func (s *session) meta() repository.Meta {
 	return repository.Meta{
-		Tenant: c.ClientID(), CorrelationID: c.ID(), CausationID: s.causation,
+		Tenant: s.tenant, CorrelationID: s.id, CausationID: s.causation,
 		Actor: "connector:" + s.w.cfg.WorkerID,
 	}
 }
@@ -622,15 +613,4 @@ func timeoutOutcome(st collection.Status) collection.Status {
 		return collection.StatusAuthenticationTimeout
 	}
 	return collection.StatusFailed
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

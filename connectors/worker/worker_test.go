@@ -470,16 +470,9 @@ func TestDeadlineEndsCollectionsOnResume(t *testing.T) {
 	running, _ := e.startAt(insurer, mock, tolvan, old)
 	waiting, _ := e.startAt(insurer, mock, tolvan, old)
 	// A worker that died long ago left this one waiting for the user's signature.
-	c := e.load(waiting)
-	claim, _ := c.Claim("dead", old, time.Minute)
-	e.save(waiting, c, claim...)
+	e.update(waiting, func(c *collection.Collection) error { return c.Claim("dead", old, time.Minute) })
 	for _, to := range []collection.Status{S.Login, S.Waiting} {
-		c = e.load(waiting)
-		evs, err := c.ChangeStatus(to, nil, old)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.save(waiting, c, evs...)
+		e.update(waiting, func(c *collection.Collection) error { return c.ChangeStatus(to, nil, old) })
 	}
 
 	w := e.worker(e.config("w1")) // MaxSessionDuration defaults to 10 minutes
@@ -500,16 +493,9 @@ func TestDeadlineEndsCollectionsOnResume(t *testing.T) {
 func TestResumeAtCollectingSignsInAgainQuietly(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	id, _ := e.start(insurer, mock, tolvan)
-	c := e.load(id)
-	claim, _ := c.Claim("w1", time.Now(), time.Minute)
-	e.save(id, c, claim...)
+	e.update(id, func(c *collection.Collection) error { return c.Claim("w1", time.Now(), time.Minute) })
 	for _, to := range []collection.Status{S.Login, S.Waiting, S.Collecting} {
-		c = e.load(id)
-		evs, err := c.ChangeStatus(to, nil, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.save(id, c, evs...)
+		e.update(id, func(c *collection.Collection) error { return c.ChangeStatus(to, nil, time.Now()) })
 	}
 	w := e.worker(e.config("w1"))
 	if err := w.Resume(context.Background(), []string{id}); err != nil {

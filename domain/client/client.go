@@ -24,6 +24,9 @@ const StreamPrefix = "client-"
 // StreamName returns the stream of one client.
 func StreamName(clientID string) string { return StreamPrefix + clientID }
 
+// Kind tells a repository where clients are stored and how to make an empty one.
+var Kind = domain.Kind[*Client]{StreamPrefix: StreamPrefix, New: func() *Client { return &Client{} }}
+
 type Registered struct {
 	ClientID     string    `json:"clientId"`
 	Name         string    `json:"name"`
@@ -55,13 +58,13 @@ func HashAPIKey(key string) string {
 
 var clientIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
 
-// Client is the aggregate.
+// Client is the aggregate. Its commands decide, then record their events, which Apply folds.
 type Client struct {
+	domain.Root
 	id      string
 	name    string
 	sandbox bool
 	keys    map[string]apiKey // by key id
-	version int
 }
 
 type apiKey struct {
@@ -72,8 +75,7 @@ type apiKey struct {
 func (c *Client) ID() string    { return c.id }
 func (c *Client) Name() string  { return c.name }
 func (c *Client) Sandbox() bool { return c.sandbox }
-func (c *Client) Version() int  { return c.version }
-func (c *Client) Exists() bool  { return c.version > 0 }
+func (c *Client) Exists() bool  { return c.Version() > 0 }
 
 // ActiveKeyHashes lists the hashes of keys that are not revoked.
 func (c *Client) ActiveKeyHashes() []string {
@@ -86,18 +88,16 @@ func (c *Client) ActiveKeyHashes() []string {
 	return out
 }
 
-// Rehydrate folds stored events.
+// Rehydrate folds stored events into a new aggregate.
 func Rehydrate(events []domain.Event) (*Client, error) {
-	c := &Client{}
-	for _, e := range events {
-		if err := c.Apply(e); err != nil {
-			return nil, err
-		}
+	c := Kind.New()
+	if err := domain.Rehydrate(c, events...); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// Apply folds one event.
+// Apply folds one event; domain.Record and domain.Rehydrate call it.
 func (c *Client) Apply(e domain.Event) error {
 	switch ev := e.(type) {
 	case Registered:
@@ -112,46 +112,45 @@ func (c *Client) Apply(e domain.Event) error {
 	default:
 		return fmt.Errorf("client cannot apply event %s", e.EventType())
 	}
-	c.version++
 	return nil
 }
 
-// Register decides a new client.
-func (c *Client) Register(id, name string, sandbox bool, now time.Time) ([]domain.Event, error) {
+// Register decides a new client. Invalid input is a *domain.FieldError ("id" or "name").
+func (c *Client) Register(id, name string, sandbox bool, now time.Time) error {
 	if c.Exists() {
-		return nil, fmt.Errorf("client %s already exists: %w", id, domain.ErrConflict)
+		return fmt.Errorf("client %s already exists: %w", id, domain.ErrConflict)
 	}
 	if !clientIDPattern.MatchString(id) {
-		return nil, fmt.Errorf("client id %q must be 2-63 lowercase letters, digits or hyphens: %w", id, domain.ErrInvalid)
+		return &domain.FieldError{Field: "id", Reason: "must be 2-63 lowercase letters, digits or hyphens"}
 	}
 	if name == "" {
-		return nil, fmt.Errorf("client name is required: %w", domain.ErrInvalid)
+		return &domain.FieldError{Field: "name", Reason: "is required"}
 	}
-	return []domain.Event{Registered{ClientID: id, Name: name, Sandbox: sandbox, RegisteredAt: now.UTC()}}, nil
+	return domain.Record(c, Registered{ClientID: id, Name: name, Sandbox: sandbox, RegisteredAt: now.UTC()})
 }
 
 // IssueAPIKey records a new key by its hash. The caller generates the key and shows it once.
-func (c *Client) IssueAPIKey(keyID, plainKey string, now time.Time) ([]domain.Event, error) {
+func (c *Client) IssueAPIKey(keyID, plainKey string, now time.Time) error {
 	if !c.Exists() {
-		return nil, fmt.Errorf("client does not exist: %w", domain.ErrConflict)
+		return fmt.Errorf("client does not exist: %w", domain.ErrConflict)
 	}
 	if len(plainKey) < 32 {
-		return nil, fmt.Errorf("API key must have at least 32 characters: %w", domain.ErrInvalid)
+		return &domain.FieldError{Field: "apiKey", Reason: "must have at least 32 characters"}
 	}
 	if _, dup := c.keys[keyID]; dup || keyID == "" {
-		return nil, fmt.Errorf("API key id %q is empty or taken: %w", keyID, domain.ErrConflict)
+		return fmt.Errorf("API key id %q is empty or taken: %w", keyID, domain.ErrConflict)
 	}
-	return []domain.Event{APIKeyIssued{KeyID: keyID, KeyHash: HashAPIKey(plainKey), IssuedAt: now.UTC()}}, nil
+	return domain.Record(c, APIKeyIssued{KeyID: keyID, KeyHash: HashAPIKey(plainKey), IssuedAt: now.UTC()})
 }
 
-// RevokeAPIKey stops a key from authenticating.
-func (c *Client) RevokeAPIKey(keyID string, now time.Time) ([]domain.Event, error) {
+// RevokeAPIKey stops a key from authenticating; revoking a revoked key records nothing.
+func (c *Client) RevokeAPIKey(keyID string, now time.Time) error {
 	k, ok := c.keys[keyID]
 	if !ok {
-		return nil, fmt.Errorf("API key %s is unknown: %w", keyID, domain.ErrConflict)
+		return fmt.Errorf("API key %s is unknown: %w", keyID, domain.ErrConflict)
 	}
 	if k.revoked {
-		return nil, nil
+		return nil
 	}
-	return []domain.Event{APIKeyRevoked{KeyID: keyID, RevokedAt: now.UTC()}}, nil
+	return domain.Record(c, APIKeyRevoked{KeyID: keyID, RevokedAt: now.UTC()})
 }

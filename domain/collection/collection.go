@@ -26,9 +26,22 @@ const StreamPrefix = "collection-"
 // StreamName returns the stream that holds one collection's events.
 func StreamName(collectionID string) string { return StreamPrefix + collectionID }
 
+// Kind tells a repository where collections are stored and how to make an empty one.
+var Kind = domain.Kind[*Collection]{StreamPrefix: StreamPrefix, New: func() *Collection { return &Collection{} }}
+
+// Names of StartRequest's inputs in the field errors of Start.
+const (
+	FieldCollectionID = "collectionId"
+	FieldClientID     = "clientId"
+	FieldCompany      = "company"
+	FieldLoginMethod  = "loginMethod"
+	FieldPDF          = "pdf"
+)
+
 // Collection is the aggregate, rebuilt by folding its events. Fields are unexported so that state
-// changes only through events.
+// changes only through events: its commands decide, then record their events, which Apply folds.
 type Collection struct {
+	domain.Root
 	id          string
 	clientID    string
 	company     string
@@ -50,7 +63,6 @@ type Collection struct {
 	// suppliedBy is the request hash of the input each Idempotency-Key supplied, over the whole
 	// history: a retry may come after the status moved on and supplied was forgotten.
 	suppliedBy map[string]string
-	version    int // events applied; 0 means the collection does not exist
 }
 
 func (c *Collection) ID() string              { return c.id }
@@ -86,26 +98,22 @@ func (c *Collection) Deadline() *Deadline { return c.current.Deadline }
 // SuppliedInput is the input accepted for the current status, nil when none was.
 func (c *Collection) SuppliedInput() *InputSupplied { return c.supplied }
 
-// Version is the number of events folded into the aggregate: the expected revision for the next
-// append is Version()-1, and 0 means no stream.
-func (c *Collection) Version() int { return c.version }
+// Exists reports whether the collection has been started (Version, from domain.Root, counts
+// its events).
+func (c *Collection) Exists() bool { return c.Version() > 0 }
 
-// Exists reports whether the collection has been started.
-func (c *Collection) Exists() bool { return c.version > 0 }
-
-// Rehydrate folds stored events into an aggregate.
+// Rehydrate folds stored events into a new aggregate.
 func Rehydrate(events []domain.Event) (*Collection, error) {
-	c := &Collection{}
-	for _, e := range events {
-		if err := c.Apply(e); err != nil {
-			return nil, err
-		}
+	c := Kind.New()
+	if err := domain.Rehydrate(c, events...); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// Apply folds one event. It never validates business rules (those ran when the event was
-// decided); it only refuses events that cannot belong to a collection.
+// Apply folds one event; domain.Record and domain.Rehydrate call it. It never validates business
+// rules (those ran when the event was decided); it only refuses events that cannot belong to a
+// collection.
 func (c *Collection) Apply(e domain.Event) error {
 	switch ev := e.(type) {
 	case Started:
@@ -142,19 +150,19 @@ func (c *Collection) Apply(e domain.Event) error {
 	default:
 		return fmt.Errorf("collection cannot apply event %s", e.EventType())
 	}
-	c.version++
 	return nil
 }
 
 // StartRequest is the validated-on-Start input of a new collection.
 type StartRequest struct {
-	CollectionID     string
-	ClientID         string
-	Company          Company
-	LoginMethod      string
-	APIVersion       string
-	UserUUID         string
-	PersonalNumber   string
+	CollectionID string
+	ClientID     string
+	Company      Company
+	LoginMethod  string
+	APIVersion   string
+	UserUUID     string
+	// PersonalNumber was parsed where it entered; zero when the request named nobody.
+	PersonalNumber   personnummer.Number
 	AccountOwnerName string
 	RequestHash      string
 	// PDF is the letter uploaded with PDF_UPLOAD; its content is personal data.
@@ -176,31 +184,26 @@ type Company struct {
 }
 
 // Start decides a new collection. A login method the company does not support is accepted: the
-// connector ends the collection in LOGIN_METHOD_NOT_APPLICABLE, as the spec says.
-func (c *Collection) Start(req StartRequest, now time.Time) ([]domain.Event, error) {
+// connector ends the collection in LOGIN_METHOD_NOT_APPLICABLE, as the spec says. Invalid input
+// is a *domain.FieldError naming the StartRequest member (Field* constants).
+func (c *Collection) Start(req StartRequest, now time.Time) error {
 	if c.Exists() {
-		return nil, fmt.Errorf("collection %s already started: %w", c.id, domain.ErrConflict)
+		return fmt.Errorf("collection %s already started: %w", c.id, domain.ErrConflict)
 	}
-	if req.CollectionID == "" || req.ClientID == "" {
-		return nil, fmt.Errorf("collection and client ids are required: %w", domain.ErrInvalid)
-	}
-	if strings.TrimSpace(req.LoginMethod) == "" {
-		return nil, fmt.Errorf("loginMethod is required: %w", domain.ErrInvalid)
-	}
-	if req.Company.ID == "" {
-		return nil, fmt.Errorf("company is required: %w", domain.ErrInvalid)
+	switch {
+	case req.CollectionID == "":
+		return &domain.FieldError{Field: FieldCollectionID, Reason: "is required"}
+	case req.ClientID == "":
+		return &domain.FieldError{Field: FieldClientID, Reason: "is required"}
+	case strings.TrimSpace(req.LoginMethod) == "":
+		return &domain.FieldError{Field: FieldLoginMethod, Reason: "is required"}
+	case req.Company.ID == "":
+		return &domain.FieldError{Field: FieldCompany, Reason: "is required"}
 	}
 	if !req.Company.Available {
-		return nil, fmt.Errorf("company %s is not available: %w", req.Company.ID, ErrCompanyUnavailable)
+		return fmt.Errorf("company %s is not available: %w", req.Company.ID, ErrCompanyUnavailable)
 	}
-	person := &StartedPerson{AccountOwnerName: strings.TrimSpace(req.AccountOwnerName)}
-	if req.PersonalNumber != "" {
-		pn, err := personnummer.Parse(req.PersonalNumber, now)
-		if err != nil {
-			return nil, fmt.Errorf("personalNumber: %w", err)
-		}
-		person.PersonalNumber = pn.String()
-	}
+	person := &StartedPerson{AccountOwnerName: strings.TrimSpace(req.AccountOwnerName), PersonalNumber: req.PersonalNumber.String()}
 	if *person == (StartedPerson{}) {
 		person = nil
 	}
@@ -217,13 +220,13 @@ func (c *Collection) Start(req StartRequest, now time.Time) ([]domain.Event, err
 		// Whether the bytes are a readable letter is the company's verdict (FAILED_PDF_*), not
 		// a reason to refuse the request.
 		doc := NewDocument(req.PDF.DocumentID, DocumentUploadedPDF, "application/pdf", req.PDF.FileName, req.PDF.Content)
-		if err := doc.validate(); err != nil {
-			return nil, fmt.Errorf("pdf: %w", err)
+		if err := doc.validate(FieldPDF); err != nil {
+			return err
 		}
 		doc.At = now.UTC()
 		events = append(events, DocumentUploaded{Document: doc})
 	}
-	return events, nil
+	return domain.Record(c, events...)
 }
 
 // ErrCompanyUnavailable refuses a collection at a company in maintenance or down.
@@ -232,62 +235,62 @@ var ErrCompanyUnavailable = fmt.Errorf("company unavailable: %w", domain.ErrConf
 // Claim gives the company session to one worker. Another worker's claim blocks it until that
 // worker has recorded nothing for staleAfter (it died); the same worker id may claim again, which
 // is how a restarted worker resumes its own sessions.
-func (c *Collection) Claim(workerID string, now time.Time, staleAfter time.Duration) ([]domain.Event, error) {
+func (c *Collection) Claim(workerID string, now time.Time, staleAfter time.Duration) error {
 	if !c.Exists() {
-		return nil, fmt.Errorf("claim of a collection that does not exist: %w", domain.ErrConflict)
+		return fmt.Errorf("claim of a collection that does not exist: %w", domain.ErrConflict)
 	}
 	if c.status.IsFinal() {
-		return nil, fmt.Errorf("collection %s is final (%s): %w", c.id, c.status, domain.ErrConflict)
+		return fmt.Errorf("collection %s is final (%s): %w", c.id, c.status, domain.ErrConflict)
 	}
 	if workerID == "" {
-		return nil, fmt.Errorf("worker id is required: %w", domain.ErrInvalid)
+		return &domain.FieldError{Field: "workerId", Reason: "is required"}
 	}
 	if c.claimedBy != "" && c.claimedBy != workerID && now.Sub(c.updatedAt) < staleAfter {
-		return nil, fmt.Errorf("collection %s is claimed by %s: %w", c.id, c.claimedBy, ErrAlreadyClaimed)
+		return fmt.Errorf("collection %s is claimed by %s: %w", c.id, c.claimedBy, ErrAlreadyClaimed)
 	}
-	return []domain.Event{Claimed{WorkerID: workerID, ClaimedAt: now.UTC()}}, nil
+	return domain.Record(c, Claimed{WorkerID: workerID, ClaimedAt: now.UTC()})
 }
 
 // ErrAlreadyClaimed means another live worker runs the collection's session.
 var ErrAlreadyClaimed = fmt.Errorf("already claimed: %w", domain.ErrConflict)
 
 // ChangeStatus moves the state machine; an illegal move is an error and records nothing.
-func (c *Collection) ChangeStatus(to Status, extra map[string]any, now time.Time) ([]domain.Event, error) {
+func (c *Collection) ChangeStatus(to Status, extra map[string]any, now time.Time) error {
 	return c.ChangeStatusWith(to, StatusDetails{Extra: extra}, now)
 }
 
 // ChangeStatusWith moves the state machine and records what the new status asks of the client.
 // Staying in a non-final status records something only when the details changed (new
 // instructions, another message, a new EID order).
-func (c *Collection) ChangeStatusWith(to Status, details StatusDetails, now time.Time) ([]domain.Event, error) {
+func (c *Collection) ChangeStatusWith(to Status, details StatusDetails, now time.Time) error {
 	if !c.Exists() {
-		return nil, fmt.Errorf("status change of a collection that does not exist: %w", domain.ErrConflict)
+		return fmt.Errorf("status change of a collection that does not exist: %w", domain.ErrConflict)
 	}
 	if to == c.status && !to.IsFinal() {
 		if c.status == StatusRunning || sameDetails(c.current, details) {
-			return nil, nil // nothing new to record
+			return nil // nothing new to record
 		}
-		return []domain.Event{details.event(c.status, to, now)}, nil
+		return domain.Record(c, details.event(c.status, to, now))
 	}
 	if !CanTransition(c.status, to) {
-		return nil, fmt.Errorf("collection %s cannot go from %s to %s: %w", c.id, c.status, to, ErrIllegalTransition)
+		return fmt.Errorf("collection %s cannot go from %s to %s: %w", c.id, c.status, to, ErrIllegalTransition)
 	}
 	if details.Deadline != nil && to.IsFinal() {
-		return nil, fmt.Errorf("final status %s cannot carry a deadline: %w", to, domain.ErrInvalid)
+		return &domain.FieldError{Field: "deadline", Reason: fmt.Sprintf("must be absent: %s is a final status", to)}
 	}
-	return []domain.Event{details.event(c.status, to, now)}, nil
+	return domain.Record(c, details.event(c.status, to, now))
 }
 
 // ExpireDeadline ends the collection in the deadline's timeout status once it has passed, and
-// decides nothing before.
-func (c *Collection) ExpireDeadline(now time.Time) ([]domain.Event, error) {
+// records nothing before.
+func (c *Collection) ExpireDeadline(now time.Time) error {
 	d := c.current.Deadline
 	if !c.Exists() || c.status.IsFinal() || d == nil || now.Before(d.DueAt) {
-		return nil, nil
+		return nil
 	}
 	to, err := d.Kind.ExpiryStatus()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	return c.ChangeStatusWith(to, StatusDetails{Message: "The user did not act before the deadline."}, now)
 }
@@ -296,17 +299,17 @@ func (c *Collection) ExpireDeadline(now time.Time) ([]domain.Event, error) {
 var ErrIllegalTransition = fmt.Errorf("illegal status transition: %w", domain.ErrConflict)
 
 // RecordInsurances stores what the company returned; only while collecting.
-func (c *Collection) RecordInsurances(insurances []Insurance, holderNames map[string]string, now time.Time) ([]domain.Event, error) {
+func (c *Collection) RecordInsurances(insurances []Insurance, holderNames map[string]string, now time.Time) error {
 	if c.status != StatusCollecting {
-		return nil, fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
+		return fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
 	}
 	if c.product != ProductInsurance {
-		return nil, fmt.Errorf("collection %s collects %s, not insurances: %w", c.id, c.product, domain.ErrConflict)
+		return fmt.Errorf("collection %s collects %s, not insurances: %w", c.id, c.product, domain.ErrConflict)
 	}
 	seen := make(map[string]bool, len(insurances))
-	for _, ins := range insurances {
+	for i, ins := range insurances {
 		if ins.ID == "" || seen[ins.ID] {
-			return nil, fmt.Errorf("insurance ids must be present and unique: %w", domain.ErrInvalid)
+			return &domain.FieldError{Field: fmt.Sprintf("insurances[%d].id", i), Reason: "must be present and unique"}
 		}
 		seen[ins.ID] = true
 	}
@@ -314,31 +317,31 @@ func (c *Collection) RecordInsurances(insurances []Insurance, holderNames map[st
 	if len(holderNames) > 0 {
 		for id := range holderNames {
 			if !seen[id] {
-				return nil, fmt.Errorf("holder name for unknown insurance %q: %w", id, domain.ErrInvalid)
+				return &domain.FieldError{Field: "holderNames", Reason: "must name collected insurances only"}
 			}
 		}
 		persons = &InsurancesPersons{HolderNames: holderNames}
 	}
-	return []domain.Event{InsurancesCollected{Insurances: insurances, CollectedAt: now.UTC(), Personal: persons}}, nil
+	return domain.Record(c, InsurancesCollected{Insurances: insurances, CollectedAt: now.UTC(), Personal: persons})
 }
 
 // RecordWealth stores a wealth company's data, deciding otherInsuredPerson for each pension by
 // the spec's rule against the account owner's name given at start.
-func (c *Collection) RecordWealth(data WealthData, now time.Time) ([]domain.Event, error) {
+func (c *Collection) RecordWealth(data WealthData, now time.Time) error {
 	if c.status != StatusCollecting {
-		return nil, fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
+		return fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
 	}
 	if c.product != ProductWealth {
-		return nil, fmt.Errorf("collection %s collects %s, not wealth: %w", c.id, c.product, domain.ErrConflict)
+		return fmt.Errorf("collection %s collects %s, not wealth: %w", c.id, c.product, domain.ErrConflict)
 	}
 	ev := WealthCollected{Investments: data.Investments, Loans: data.Loans, Savings: data.Savings,
 		CheckingAccounts: data.CheckingAccounts, SavingsAccounts: data.SavingsAccounts,
 		CreditCards: data.CreditCards, CollectedAt: now.UTC()}
 	persons := &WealthPersons{PersonalInformation: data.PersonalInformation}
 	ids := map[string]bool{}
-	for _, p := range data.Pensions {
+	for i, p := range data.Pensions {
 		if p.ID == "" || ids[p.ID] {
-			return nil, fmt.Errorf("pension ids must be present and unique: %w", domain.ErrInvalid)
+			return &domain.FieldError{Field: fmt.Sprintf("pensions[%d].id", i), Reason: "must be present and unique"}
 		}
 		ids[p.ID] = true
 		pension := p.Pension
@@ -354,17 +357,17 @@ func (c *Collection) RecordWealth(data WealthData, now time.Time) ([]domain.Even
 	if persons.PersonalInformation != nil || persons.InsuredPersonNames != nil {
 		ev.Personal = persons
 	}
-	return []domain.Event{ev}, nil
+	return domain.Record(c, ev)
 }
 
 // RecordDocument stores a document a company returned while collecting.
-func (c *Collection) RecordDocument(doc Document, now time.Time) ([]domain.Event, error) {
+func (c *Collection) RecordDocument(doc Document, now time.Time) error {
 	if c.status != StatusCollecting {
-		return nil, fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
+		return fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
 	}
-	if err := doc.validate(); err != nil {
-		return nil, err
+	if err := doc.validate("document"); err != nil {
+		return err
 	}
 	doc.At = now.UTC()
-	return []domain.Event{DocumentCollected{Document: doc}}, nil
+	return domain.Record(c, DocumentCollected{Document: doc})
 }

@@ -30,37 +30,37 @@ func TestExpireDeadline(t *testing.T) {
 				Deadline: &collection.Deadline{Kind: c.kind, DueAt: due}})
 		}
 		t.Run(string(c.kind)+" before it is due", func(t *testing.T) {
-			scenario(t).Given(given...).When(func(col *collection.Collection) ([]domain.Event, error) {
+			scenario(t).Given(given...).When(func(col *collection.Collection) error {
 				return col.ExpireDeadline(due.Add(-time.Millisecond))
 			}).Then()
 		})
 		t.Run(string(c.kind)+" when due", func(t *testing.T) {
-			scenario(t).Given(given...).When(func(col *collection.Collection) ([]domain.Event, error) {
+			scenario(t).Given(given...).When(func(col *collection.Collection) error {
 				return col.ExpireDeadline(due)
 			}).Then(collection.StatusChanged{From: c.status, To: c.want, Message: "The user did not act before the deadline.", ChangedAt: due})
 		})
 	}
 	t.Run("a status without a deadline never expires", func(t *testing.T) {
 		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusLogin)).
-			When(func(col *collection.Collection) ([]domain.Event, error) { return col.ExpireDeadline(t0.Add(time.Hour)) }).Then()
+			When(func(col *collection.Collection) error { return col.ExpireDeadline(t0.Add(time.Hour)) }).Then()
 	})
 	t.Run("a later status clears the deadline", func(t *testing.T) {
 		scenario(t).Given(started(), collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: t0,
 			Deadline: &collection.Deadline{Kind: collection.DeadlineMethodSelection, DueAt: due}},
 			changed(collection.StatusLogin, collection.StatusCollecting)).
-			When(func(col *collection.Collection) ([]domain.Event, error) {
+			When(func(col *collection.Collection) error {
 				return col.ExpireDeadline(due.Add(time.Hour))
 			}).Then()
 	})
 	t.Run("a final status cannot carry a deadline", func(t *testing.T) {
-		scenario(t).Given(started()).When(func(col *collection.Collection) ([]domain.Event, error) {
+		scenario(t).Given(started()).When(func(col *collection.Collection) error {
 			return col.ChangeStatusWith(collection.StatusFailed, collection.StatusDetails{Deadline: &collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: due}}, t0)
 		}).ThenError(domain.ErrInvalid)
 	})
 	t.Run("staying in a status with new instructions records them", func(t *testing.T) {
 		details := collection.StatusDetails{Message: "Open the app"}
 		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusLogin)).
-			When(func(col *collection.Collection) ([]domain.Event, error) {
+			When(func(col *collection.Collection) error {
 				return col.ChangeStatusWith(collection.StatusLogin, details, t0)
 			}).Then(collection.StatusChanged{From: collection.StatusLogin, To: collection.StatusLogin, Message: "Open the app", ChangedAt: t0})
 	})

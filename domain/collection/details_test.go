@@ -25,8 +25,8 @@ func TestInstructionsAreRecordedAsPersonalData(t *testing.T) {
 	recorded := collection.StatusChanged{From: collection.StatusLogin, To: collection.StatusWaitingForUserAction,
 		Message: "Open the app", InstructionRequestIDs: []string{"r1", "r2"}, ChangedAt: t0,
 		Personal: &collection.StatusPersonal{Instructions: instructions}}
-	changeTo := func(to collection.Status, d collection.StatusDetails) func(c *collection.Collection) ([]domain.Event, error) {
-		return func(c *collection.Collection) ([]domain.Event, error) { return c.ChangeStatusWith(to, d, t0) }
+	changeTo := func(to collection.Status, d collection.StatusDetails) func(c *collection.Collection) error {
+		return func(c *collection.Collection) error { return c.ChangeStatusWith(to, d, t0) }
 	}
 
 	t.Run("recorded in the personal part, with the request ids public", func(t *testing.T) {

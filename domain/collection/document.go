@@ -19,19 +19,21 @@ func NewDocument(id, kind, contentType, fileName string, content []byte) Documen
 		Size: len(content), SHA256: hex.EncodeToString(sum[:]), Personal: &DocumentContent{Content: content}}
 }
 
-func (d Document) validate() error {
-	if d.DocumentID == "" || d.Kind == "" || d.ContentType == "" {
-		return fmt.Errorf("document id, kind and content type are required: %w", domain.ErrInvalid)
-	}
-	if d.Personal == nil || len(d.Personal.Content) == 0 {
-		return fmt.Errorf("document %s is empty: %w", d.DocumentID, domain.ErrInvalid)
-	}
-	if len(d.Personal.Content) > MaxPDFBytes {
-		return fmt.Errorf("document %s is larger than %d bytes: %w", d.DocumentID, MaxPDFBytes, domain.ErrInvalid)
+// validate checks the document's description against its content; field names the document in
+// the *domain.FieldError it returns.
+func (d Document) validate(field string) error {
+	invalid := func(reason string) error { return &domain.FieldError{Field: field, Reason: reason} }
+	switch {
+	case d.DocumentID == "" || d.Kind == "" || d.ContentType == "":
+		return invalid("must have an id, a kind and a content type")
+	case d.Personal == nil || len(d.Personal.Content) == 0:
+		return invalid("must not be empty")
+	case len(d.Personal.Content) > MaxPDFBytes:
+		return invalid(fmt.Sprintf("must have at most %d bytes", MaxPDFBytes))
 	}
 	sum := sha256.Sum256(d.Personal.Content)
 	if d.Size != len(d.Personal.Content) || d.SHA256 != hex.EncodeToString(sum[:]) {
-		return fmt.Errorf("document %s size or digest does not match its content: %w", d.DocumentID, domain.ErrInvalid)
+		return invalid("must have the size and digest of its content")
 	}
 	return nil
 }

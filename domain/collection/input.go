@@ -16,6 +16,17 @@ const (
 	InputMobilePhoneNumber = "MOBILE_PHONE_NUMBER"
 )
 
+// RequiredInputs are the input kinds a status asks for: those it lists (REQUIRED_INPUT_TYPES),
+// which may be EMAIL alone on a contact form. Only a CONTACT_FORM_PENDING that lists none asks
+// for the contact details the spec names, EMAIL and MOBILE_PHONE_NUMBER; the connector records
+// these when a company does not say, so that the poll shows what supplement-info will require.
+func RequiredInputs(status Status, listed []string) []string {
+	if len(listed) == 0 && status == StatusContactFormPending {
+		return []string{InputEmail, InputMobilePhoneNumber}
+	}
+	return listed
+}
+
 // maxInputValue bounds a free-form input value.
 const maxInputValue = 256
 
@@ -68,25 +79,6 @@ type SuppliedValues struct {
 	Responses []ClientResponse `json:"responses,omitempty"`
 }
 
-// FieldError is one rejected part of a supplement-info body.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-// InputRejectedError lists why supplement-info was refused; it wraps domain.ErrInvalid.
-type InputRejectedError struct{ Fields []FieldError }
-
-func (e *InputRejectedError) Error() string {
-	parts := make([]string, len(e.Fields))
-	for i, f := range e.Fields {
-		parts[i] = f.Field + ": " + f.Message
-	}
-	return "input rejected: " + strings.Join(parts, "; ")
-}
-
-func (e *InputRejectedError) Unwrap() error { return domain.ErrInvalid }
-
 // ErrNotAwaitingInput refuses supplement-info when the collection's status does not take it.
 var ErrNotAwaitingInput = fmt.Errorf("collection is not awaiting input: %w", domain.ErrConflict)
 
@@ -116,21 +108,24 @@ func (c *Collection) deadlinePassed(now time.Time) error {
 }
 
 // SupplyInput validates CollectionInput against the formats of the spec and the kinds the
-// status asked for. A rejected input records nothing.
-func (c *Collection) SupplyInput(inputs []Input, now time.Time) ([]domain.Event, error) {
+// status asked for. A rejected input records nothing; its error is a *domain.InvalidFieldsError
+// whose fields are paths into the body (inputs[0].value).
+func (c *Collection) SupplyInput(inputs []Input, now time.Time) error {
+	return c.SupplyInputFor(InputRequest{}, inputs, now)
+}
+
+// decideInput is SupplyInput's decision, not yet recorded.
+func (c *Collection) decideInput(inputs []Input, now time.Time) (InputSupplied, error) {
 	if !c.AwaitsInput() {
-		return nil, fmt.Errorf("collection %s is %s: %w", c.id, c.status, ErrNotAwaitingInput)
+		return InputSupplied{}, fmt.Errorf("collection %s is %s: %w", c.id, c.status, ErrNotAwaitingInput)
 	}
 	if err := c.deadlinePassed(now); err != nil {
-		return nil, err
+		return InputSupplied{}, err
 	}
-	required := c.current.RequiredInputTypes
-	if len(required) == 0 && c.status == StatusContactFormPending {
-		required = []string{InputEmail, InputMobilePhoneNumber}
-	}
-	var errs []FieldError
+	required := RequiredInputs(c.status, c.current.RequiredInputTypes)
+	var errs []domain.FieldError
 	if len(inputs) == 0 {
-		errs = append(errs, FieldError{"inputs", "at least one input is required"})
+		errs = append(errs, domain.FieldError{Field: "inputs", Reason: "at least one input is required"})
 	}
 	seen := map[string]bool{}
 	types := make([]string, 0, len(inputs))
@@ -138,14 +133,15 @@ func (c *Collection) SupplyInput(inputs []Input, now time.Time) ([]domain.Event,
 		field := fmt.Sprintf("inputs[%d]", i)
 		switch {
 		case in.Type == "":
-			errs = append(errs, FieldError{field + ".type", "is required"})
+			errs = append(errs, domain.FieldError{Field: field + ".type", Reason: "is required"})
 		case len(required) > 0 && !slices.Contains(required, in.Type):
-			errs = append(errs, FieldError{field + ".type", fmt.Sprintf("%s is not asked for; expected %s", in.Type, strings.Join(required, ", "))})
+			errs = append(errs, domain.FieldError{Field: field + ".type",
+				Reason: fmt.Sprintf("%s is not asked for; expected %s", in.Type, strings.Join(required, ", "))})
 		case seen[in.Type]:
-			errs = append(errs, FieldError{field + ".type", in.Type + " is given twice"})
+			errs = append(errs, domain.FieldError{Field: field + ".type", Reason: in.Type + " is given twice"})
 		default:
-			if msg := checkInputValue(in.Type, in.Value); msg != "" {
-				errs = append(errs, FieldError{field + ".value", msg})
+			if reason := checkInputValue(in.Type, in.Value); reason != "" {
+				errs = append(errs, domain.FieldError{Field: field + ".value", Reason: reason})
 			}
 		}
 		seen[in.Type] = true
@@ -153,14 +149,14 @@ func (c *Collection) SupplyInput(inputs []Input, now time.Time) ([]domain.Event,
 	}
 	for _, r := range required {
 		if !seen[r] && len(inputs) > 0 {
-			errs = append(errs, FieldError{"inputs", r + " is required"})
+			errs = append(errs, domain.FieldError{Field: "inputs", Reason: r + " is required"})
 		}
 	}
 	if len(errs) > 0 {
-		return nil, &InputRejectedError{Fields: errs}
+		return InputSupplied{}, &domain.InvalidFieldsError{Fields: errs}
 	}
-	return []domain.Event{InputSupplied{Kind: InputKindCollectionInput, InputTypes: types, SuppliedAt: now.UTC(),
-		Personal: &SuppliedValues{Inputs: inputs}}}, nil
+	return InputSupplied{Kind: InputKindCollectionInput, InputTypes: types, SuppliedAt: now.UTC(),
+		Personal: &SuppliedValues{Inputs: inputs}}, nil
 }
 
 func checkInputValue(typ, value string) string {
@@ -183,29 +179,35 @@ func checkInputValue(typ, value string) string {
 
 // SupplyClientResponses accepts the client's results of the current instructions. Responses to
 // requests the collection did not ask for are dropped, as clients must tolerate new
-// instructions and Samla must tolerate their echoes.
-func (c *Collection) SupplyClientResponses(responses []ClientResponse, now time.Time) ([]domain.Event, error) {
+// instructions and Samla must tolerate their echoes. A rejection is a
+// *domain.InvalidFieldsError, as SupplyInput's.
+func (c *Collection) SupplyClientResponses(responses []ClientResponse, now time.Time) error {
+	return c.SupplyClientResponsesFor(InputRequest{}, responses, now)
+}
+
+// decideClientResponses is SupplyClientResponses's decision, not yet recorded.
+func (c *Collection) decideClientResponses(responses []ClientResponse, now time.Time) (InputSupplied, error) {
 	if !c.AwaitsClientResponses() {
-		return nil, fmt.Errorf("collection %s has no pending instructions: %w", c.id, ErrNotAwaitingInput)
+		return InputSupplied{}, fmt.Errorf("collection %s has no pending instructions: %w", c.id, ErrNotAwaitingInput)
 	}
 	if err := c.deadlinePassed(now); err != nil {
-		return nil, err
+		return InputSupplied{}, err
 	}
 	asked := map[string]bool{}
 	for _, in := range c.current.instructions() {
 		asked[in.RequestID] = true
 	}
-	var errs []FieldError
+	var errs []domain.FieldError
 	var kept []ClientResponse
 	var ids []string
 	for i, r := range responses {
 		field := fmt.Sprintf("responses[%d]", i)
 		if r.RequestID == "" {
-			errs = append(errs, FieldError{field + ".requestId", "is required"})
+			errs = append(errs, domain.FieldError{Field: field + ".requestId", Reason: "is required"})
 			continue
 		}
 		if r.Status < 100 || r.Status > 599 {
-			errs = append(errs, FieldError{field + ".status", "must be an HTTP status code"})
+			errs = append(errs, domain.FieldError{Field: field + ".status", Reason: "must be an HTTP status code"})
 			continue
 		}
 		if asked[r.RequestID] && !slices.Contains(ids, r.RequestID) {
@@ -214,13 +216,13 @@ func (c *Collection) SupplyClientResponses(responses []ClientResponse, now time.
 		}
 	}
 	if len(errs) == 0 && len(kept) == 0 {
-		errs = append(errs, FieldError{"responses", "no response answers a pending instruction"})
+		errs = append(errs, domain.FieldError{Field: "responses", Reason: "no response answers a pending instruction"})
 	}
 	if len(errs) > 0 {
-		return nil, &InputRejectedError{Fields: errs}
+		return InputSupplied{}, &domain.InvalidFieldsError{Fields: errs}
 	}
-	return []domain.Event{InputSupplied{Kind: InputKindClientResponses, RequestIDs: ids, SuppliedAt: now.UTC(),
-		Personal: &SuppliedValues{Responses: kept}}}, nil
+	return InputSupplied{Kind: InputKindClientResponses, RequestIDs: ids, SuppliedAt: now.UTC(),
+		Personal: &SuppliedValues{Responses: kept}}, nil
 }
 
 // ErrInputKeyReused refuses supplement-info whose Idempotency-Key already supplied different
@@ -248,42 +250,31 @@ func (c *Collection) retryOf(req InputRequest) (bool, error) {
 	return true, nil
 }
 
-// stamp records which request supplied the input.
-func stamp(events []domain.Event, req InputRequest) []domain.Event {
-	for i, e := range events {
-		if s, ok := e.(InputSupplied); ok {
-			s.IdempotencyKey, s.RequestHash = req.IdempotencyKey, req.RequestHash
-			events[i] = s
-		}
-	}
-	return events
-}
-
 // SupplyInputFor is SupplyInput for an identified request. A retry of a request whose input the
-// collection already took decides nothing and succeeds, so the client gets the first answer
+// collection already took records nothing and succeeds, so the client gets the first answer
 // again, even after the deadline (the input was taken in time) or after the status moved on (the
 // first answer was lost while the connector already went ahead); the same key with other content
 // is refused with ErrInputKeyReused.
-func (c *Collection) SupplyInputFor(req InputRequest, inputs []Input, now time.Time) ([]domain.Event, error) {
-	if retry, err := c.retryOf(req); retry || err != nil {
-		return nil, err
-	}
-	events, err := c.SupplyInput(inputs, now)
-	if err != nil {
-		return nil, err
-	}
-	return stamp(events, req), nil
+func (c *Collection) SupplyInputFor(req InputRequest, inputs []Input, now time.Time) error {
+	return c.supply(req, func() (InputSupplied, error) { return c.decideInput(inputs, now) })
 }
 
 // SupplyClientResponsesFor is SupplyClientResponses for an identified request, with the retry
 // rule of SupplyInputFor.
-func (c *Collection) SupplyClientResponsesFor(req InputRequest, responses []ClientResponse, now time.Time) ([]domain.Event, error) {
+func (c *Collection) SupplyClientResponsesFor(req InputRequest, responses []ClientResponse, now time.Time) error {
+	return c.supply(req, func() (InputSupplied, error) { return c.decideClientResponses(responses, now) })
+}
+
+// supply records the input decide accepts, stamped with the request that supplied it, unless
+// the request is a retry of one whose input the collection already took.
+func (c *Collection) supply(req InputRequest, decide func() (InputSupplied, error)) error {
 	if retry, err := c.retryOf(req); retry || err != nil {
-		return nil, err
+		return err
 	}
-	events, err := c.SupplyClientResponses(responses, now)
+	ev, err := decide()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return stamp(events, req), nil
+	ev.IdempotencyKey, ev.RequestHash = req.IdempotencyKey, req.RequestHash
+	return domain.Record(c, ev)
 }

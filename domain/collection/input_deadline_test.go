@@ -26,11 +26,11 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 		Instructions: []collection.Instruction{{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"}},
 		Deadline:     &collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: due}})
 
-	supply := func(at time.Time, in ...collection.Input) func(c *collection.Collection) ([]domain.Event, error) {
-		return func(c *collection.Collection) ([]domain.Event, error) { return c.SupplyInput(in, at) }
+	supply := func(at time.Time, in ...collection.Input) func(c *collection.Collection) error {
+		return func(c *collection.Collection) error { return c.SupplyInput(in, at) }
 	}
-	respond := func(at time.Time) func(c *collection.Collection) ([]domain.Event, error) {
-		return func(c *collection.Collection) ([]domain.Event, error) {
+	respond := func(at time.Time) func(c *collection.Collection) error {
+		return func(c *collection.Collection) error {
 			return c.SupplyClientResponses([]collection.ClientResponse{ok}, at)
 		}
 	}
@@ -63,7 +63,7 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.SupplyInput([]collection.Input{email}, due)
+		err = c.SupplyInput([]collection.Input{email}, due)
 		if err == nil || !strings.Contains(err.Error(), "deadline passed") {
 			t.Fatalf("error %v does not say the deadline passed", err)
 		}
@@ -79,8 +79,8 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 		supplied := collection.InputSupplied{Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL"},
 			SuppliedAt: justBefore, IdempotencyKey: "k1", RequestHash: "h1",
 			Personal: &collection.SuppliedValues{Inputs: []collection.Input{email}}}
-		supplyFor := func(req collection.InputRequest, at time.Time) func(c *collection.Collection) ([]domain.Event, error) {
-			return func(c *collection.Collection) ([]domain.Event, error) {
+		supplyFor := func(req collection.InputRequest, at time.Time) func(c *collection.Collection) error {
+			return func(c *collection.Collection) error {
 				return c.SupplyInputFor(req, []collection.Input{email}, at)
 			}
 		}
@@ -92,8 +92,8 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 		responded := collection.InputSupplied{Kind: collection.InputKindClientResponses, RequestIDs: []string{"r1"},
 			SuppliedAt: justBefore, IdempotencyKey: "k1", RequestHash: "h1",
 			Personal: &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}}}
-		respondFor := func(req collection.InputRequest, at time.Time) func(c *collection.Collection) ([]domain.Event, error) {
-			return func(c *collection.Collection) ([]domain.Event, error) {
+		respondFor := func(req collection.InputRequest, at time.Time) func(c *collection.Collection) error {
+			return func(c *collection.Collection) error {
 				return c.SupplyClientResponsesFor(req, []collection.ClientResponse{ok}, at)
 			}
 		}

@@ -2,6 +2,7 @@ package collection_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/samla/samla/domain"
@@ -23,8 +24,8 @@ func pending(to collection.Status, d collection.StatusDetails) []domain.Event {
 func TestSupplyInput(t *testing.T) {
 	contactForm := pending(collection.StatusContactFormPending, collection.StatusDetails{})
 	inputPending := pending(collection.StatusCollectionInputPending, collection.StatusDetails{RequiredInputTypes: []string{"EMAIL"}})
-	supply := func(in ...collection.Input) func(c *collection.Collection) ([]domain.Event, error) {
-		return func(c *collection.Collection) ([]domain.Event, error) { return c.SupplyInput(in, t0) }
+	supply := func(in ...collection.Input) func(c *collection.Collection) error {
+		return func(c *collection.Collection) error { return c.SupplyInput(in, t0) }
 	}
 	email := collection.Input{Type: "EMAIL", Value: "tolvan@example.se"}
 	phone := collection.Input{Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}
@@ -61,12 +62,24 @@ func TestSupplyInput(t *testing.T) {
 	t.Run("the contact form needs both", func(t *testing.T) {
 		scenario(t).Given(contactForm...).When(supply(email)).ThenError(domain.ErrInvalid)
 	})
+	emailForm := pending(collection.StatusContactFormPending, collection.StatusDetails{RequiredInputTypes: []string{"EMAIL"}})
+	t.Run("a contact form that lists EMAIL alone takes it alone", func(t *testing.T) {
+		scenario(t).Given(emailForm...).When(supply(email)).Then(collection.InputSupplied{
+			Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL"}, SuppliedAt: t0,
+			Personal: &collection.SuppliedValues{Inputs: []collection.Input{email}}})
+	})
+	t.Run("a contact form that lists EMAIL alone refuses a mobile number", func(t *testing.T) {
+		scenario(t).Given(emailForm...).When(supply(email, phone)).ThenError(domain.ErrInvalid)
+	})
 	t.Run("a rejection names the fields", func(t *testing.T) {
 		c, _ := collection.Rehydrate(inputPending)
-		_, err := c.SupplyInput([]collection.Input{{Type: "EMAIL", Value: "x"}}, t0)
-		var rejected *collection.InputRejectedError
+		err := c.SupplyInput([]collection.Input{{Type: "EMAIL", Value: "x"}}, t0)
+		var rejected *domain.InvalidFieldsError
 		if !errors.As(err, &rejected) || rejected.Fields[0].Field != "inputs[0].value" {
 			t.Fatalf("error %v", err)
+		}
+		if len(c.Recorded()) != 0 {
+			t.Fatalf("a rejected input recorded %v", c.Recorded())
 		}
 	})
 	t.Run("not while collecting", func(t *testing.T) {
@@ -84,8 +97,8 @@ func TestSupplyClientResponses(t *testing.T) {
 	given := pending(collection.StatusWaitingForUserAction, collection.StatusDetails{Instructions: []collection.Instruction{
 		{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"}}})
 	ok := collection.ClientResponse{RequestID: "r1", Status: 200, Body: "{}"}
-	respond := func(rs ...collection.ClientResponse) func(c *collection.Collection) ([]domain.Event, error) {
-		return func(c *collection.Collection) ([]domain.Event, error) { return c.SupplyClientResponses(rs, t0) }
+	respond := func(rs ...collection.ClientResponse) func(c *collection.Collection) error {
+		return func(c *collection.Collection) error { return c.SupplyClientResponses(rs, t0) }
 	}
 	t.Run("responses to the instructions are kept; unknown ones dropped", func(t *testing.T) {
 		scenario(t).Given(given...).When(respond(ok, collection.ClientResponse{RequestID: "new-url", Status: 404})).
@@ -112,8 +125,8 @@ func TestSupplyInputIdempotency(t *testing.T) {
 	supplied := collection.InputSupplied{Kind: collection.InputKindCollectionInput,
 		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0, IdempotencyKey: "k1", RequestHash: "h1",
 		Personal: &collection.SuppliedValues{Inputs: []collection.Input{email, phone}}}
-	supply := func(req collection.InputRequest) func(c *collection.Collection) ([]domain.Event, error) {
-		return func(c *collection.Collection) ([]domain.Event, error) {
+	supply := func(req collection.InputRequest) func(c *collection.Collection) error {
+		return func(c *collection.Collection) error {
 			return c.SupplyInputFor(req, []collection.Input{email, phone}, t0)
 		}
 	}
@@ -136,7 +149,7 @@ func TestSupplyInputIdempotency(t *testing.T) {
 		scenario(t).Given(append(given, supplied)...).When(supply(collection.InputRequest{})).ThenError(collection.ErrNotAwaitingInput)
 	})
 	t.Run("a key does not excuse invalid input", func(t *testing.T) {
-		scenario(t).Given(given...).When(func(c *collection.Collection) ([]domain.Event, error) {
+		scenario(t).Given(given...).When(func(c *collection.Collection) error {
 			return c.SupplyInputFor(first, []collection.Input{{Type: "EMAIL", Value: "x"}, phone}, t0)
 		}).ThenError(domain.ErrInvalid)
 	})
@@ -144,8 +157,8 @@ func TestSupplyInputIdempotency(t *testing.T) {
 		withInstructions := pending(collection.StatusWaitingForUserAction, collection.StatusDetails{Instructions: []collection.Instruction{
 			{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"}}})
 		ok := collection.ClientResponse{RequestID: "r1", Status: 200}
-		respond := func(req collection.InputRequest) func(c *collection.Collection) ([]domain.Event, error) {
-			return func(c *collection.Collection) ([]domain.Event, error) {
+		respond := func(req collection.InputRequest) func(c *collection.Collection) error {
+			return func(c *collection.Collection) error {
 				return c.SupplyClientResponsesFor(req, []collection.ClientResponse{ok}, t0)
 			}
 		}
@@ -173,4 +186,23 @@ func TestSupplyInputIdempotency(t *testing.T) {
 			When(supply(collection.InputRequest{IdempotencyKey: "k2", RequestHash: "h1"})).ThenError(collection.ErrNotAwaitingInput)
 		scenario(t).Given(history...).When(supply(collection.InputRequest{})).ThenError(collection.ErrNotAwaitingInput)
 	})
+}
+
+func TestRequiredInputs(t *testing.T) {
+	both := []string{"EMAIL", "MOBILE_PHONE_NUMBER"}
+	for _, c := range []struct {
+		name   string
+		status collection.Status
+		listed []string
+		want   []string
+	}{
+		{"a contact form asks for what it lists", collection.StatusContactFormPending, []string{"EMAIL"}, []string{"EMAIL"}},
+		{"a contact form that lists nothing asks for both", collection.StatusContactFormPending, nil, both},
+		{"an input request asks for what it lists", collection.StatusCollectionInputPending, []string{"EMAIL"}, []string{"EMAIL"}},
+		{"another status asks for nothing", collection.StatusCollecting, nil, nil},
+	} {
+		if got := collection.RequiredInputs(c.status, c.listed); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package personnummer
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,26 @@ func TestEveryPersonaIsValid(t *testing.T) {
 		"199001010173", "199001010181", "199001010199", "199001010207"} {
 		if _, err := Parse(pn, time.Now()); err != nil {
 			t.Errorf("persona %s: %v", pn, err)
+		}
+	}
+}
+
+func TestParseErrorsNameTheRuleNotTheNumber(t *testing.T) {
+	today := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	for in, reason := range map[string]string{
+		"199001010018":  ReasonCheckDigit,
+		"199013010017":  ReasonDate,
+		"19900101+0017": ReasonFormat,
+		"9001010017":    ReasonFormat,
+	} {
+		_, err := Parse(in, today)
+		var fe *domain.FieldError
+		if !errors.As(err, &fe) || fe.Field != Field || fe.Reason != reason || !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("Parse(%q) = %v, want a field error %q", in, err, reason)
+			continue
+		}
+		if strings.Contains(err.Error(), in) || strings.Contains(err.Error(), in[2:8]) {
+			t.Errorf("Parse(%q) error %q contains the number", in, err)
 		}
 	}
 }
