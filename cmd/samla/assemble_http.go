@@ -32,7 +32,9 @@ func (s *Service) startHTTP() error {
 			Logger: s.log, Metrics: s.metrics,
 			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
 		})
-		s.registerRoutes(engine)
+		if err := s.registerRoutes(engine); err != nil {
+			return err
+		}
 		var handler http.Handler = engine
 		if s.sandbox != nil {
 			// The sandbox's simulated user ("scan and sign", the outbox) answers beside the API,
@@ -61,10 +63,14 @@ func (s *Service) startHTTP() error {
 	return nil
 }
 
-func (s *Service) registerRoutes(engine *gin.Engine) {
+func (s *Service) registerRoutes(engine *gin.Engine) error {
 	if s.roles.Command {
+		key, err := fingerprintKey(s.cfg)
+		if err != nil {
+			return err
+		}
 		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind), nil)
-		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections})
+		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key})
 	}
 	if s.roles.Query {
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
@@ -72,6 +78,7 @@ func (s *Service) registerRoutes(engine *gin.Engine) {
 			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
 		})
 	}
+	return nil
 }
 
 func (s *Service) serve(name, addr string, h http.Handler) error {

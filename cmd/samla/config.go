@@ -44,6 +44,10 @@ type Config struct {
 	MethodSelectionTimeout time.Duration
 	EIDOrderTimeout        time.Duration
 
+	// FingerprintKeyFile holds the secret of the idempotency fingerprints; empty: one generated
+	// into the data dir.
+	FingerprintKeyFile string
+
 	// envErr lists the SAMLA_* variables that did not parse; validate reports them.
 	envErr error
 }
@@ -60,6 +64,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String("SAMLA_HTTP_ADDR", "127.0.0.1:8080"), "REST API listener [SAMLA_HTTP_ADDR]")
 	fs.StringVar(&c.OpsAddr, "ops-addr", env.String("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
 	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env.String("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
+	fs.StringVar(&c.FingerprintKeyFile, "fingerprint-key-file", env.String("SAMLA_FINGERPRINT_KEY_FILE", ""), "file whose content (at least 32 bytes) keys the requests' idempotency fingerprints; a distributed deployment gives every command replica the same file. Empty: a key generated into <data dir>/fingerprint-key on the first start and reused [SAMLA_FINGERPRINT_KEY_FILE]")
 	fs.StringVar(&c.EventStore, "eventstore", env.String("SAMLA_EVENTSTORE", "sqlite"), "sqlite, or an esdb:// connection string [SAMLA_EVENTSTORE]")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", env.String("SAMLA_KAFKA_BROKERS", ""), "comma-separated brokers; empty runs the embedded broker [SAMLA_KAFKA_BROKERS]")
 	fs.StringVar(&c.ClickHouseDSN, "clickhouse-dsn", env.String("SAMLA_CLICKHOUSE_DSN", ""), "clickhouse://host:9000/db for ClickHouse read models; empty uses SQLite [SAMLA_CLICKHOUSE_DSN]")

@@ -5,6 +5,7 @@ package httpcmd
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -69,15 +70,26 @@ type CollectionCommands interface {
 // Deps are what the command routes need.
 type Deps struct {
 	Collections CollectionCommands
+	// FingerprintKey is the server secret of the requests' idempotency fingerprints (at least
+	// MinFingerprintKeyBytes). Every replica that serves the commands must have the same key, and
+	// it must stay the same across restarts: a retry fingerprinted under another key is taken
+	// for a different request reusing its Idempotency-Key.
+	FingerprintKey []byte
 	// Now is the clock used to read short personal numbers (YYMMDD-NNNN); nil means time.Now.
 	Now func() time.Time
 }
+
+// MinFingerprintKeyBytes is the shortest FingerprintKey: 256 bits, the strength of the hash.
+const MinFingerprintKeyBytes = 32
 
 // RegisterRoutes mounts the command routes. r must carry httpapi's middleware (NewEngine's
 // engine, or a group of it): the handlers rely on its authentication and version negotiation.
 func RegisterRoutes(r gin.IRoutes, d Deps) {
 	if d.Collections == nil {
 		panic("httpcmd.RegisterRoutes: Deps.Collections is required")
+	}
+	if len(d.FingerprintKey) < MinFingerprintKeyBytes {
+		panic(fmt.Sprintf("httpcmd.RegisterRoutes: Deps.FingerprintKey must have at least %d bytes", MinFingerprintKeyBytes))
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -184,7 +196,7 @@ func (h *handlers) startCollection(c *gin.Context) {
 		httpapi.AbortValidation(c, "The collection request is invalid.", errs...)
 		return
 	}
-	hash, err := requestHash(version, in.canonical)
+	hash, err := h.requestHash(version, in.canonical)
 	if err != nil {
 		httpapi.AbortInternal(c, err)
 		return
@@ -484,18 +496,29 @@ func checkPDF(prefix string, p pdfDocumentParam) ([]byte, *httpapi.FieldError) {
 	return decoded, nil
 }
 
-// requestHash identifies a request's content for idempotency: the version and the decoded
-// request re-encoded, so that whitespace and member order do not matter but every value does.
-func requestHash(version httpapi.Version, canonical any) (string, error) {
+// FingerprintScheme prefixes every request fingerprint, so that a stored one says how it was
+// made and a later change of scheme is recognisable.
+const FingerprintScheme = "hmac-sha256:"
+
+// requestHash is a request's idempotency fingerprint: an HMAC-SHA256, under the server's key, of
+// the version and the decoded request re-encoded, so that whitespace and member order do not
+// matter but every value does. It is keyed because the request's only unknown part may be a
+// personal number or an e-mail address: a plain hash, which is stored with the events, could be
+// reversed by trying every candidate.
+func (h *handlers) requestHash(version httpapi.Version, canonical any) (string, error) {
+	return fingerprint(h.deps.FingerprintKey, version, canonical)
+}
+
+func fingerprint(key []byte, version httpapi.Version, canonical any) (string, error) {
 	body, err := json.Marshal(canonical)
 	if err != nil {
 		return "", fmt.Errorf("request hash: %w", err)
 	}
-	h := sha256.New()
-	h.Write([]byte(version))
-	h.Write([]byte{0})
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(version))
+	mac.Write([]byte{0})
+	mac.Write(body)
+	return FingerprintScheme + hex.EncodeToString(mac.Sum(nil)), nil
 }
 
 // writeStartError maps the service's typed errors to the contract's problems. A field error

@@ -30,6 +30,9 @@ const (
 
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
+// fingerprintKey is the test server's secret for idempotency fingerprints.
+var fingerprintKey = []byte("test-fingerprint-key-0123456789abcdef")
+
 type env struct {
 	engine *gin.Engine
 	store  *memstore.Store
@@ -37,6 +40,11 @@ type env struct {
 }
 
 func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.CollectionCommands) *env {
+	t.Helper()
+	return newEnvWithKey(t, mutate, starter, fingerprintKey)
+}
+
+func newEnvWithKey(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.CollectionCommands, key []byte) *env {
 	t.Helper()
 	reg, err := eventschema.NewRegistry()
 	if err != nil {
@@ -52,7 +60,7 @@ func newEnv(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.Collect
 		mutate(&opts)
 	}
 	e := httpapi.NewEngine(opts)
-	httpcmd.RegisterRoutes(e, httpcmd.Deps{Collections: starter, Now: func() time.Time { return testNow }})
+	httpcmd.RegisterRoutes(e, httpcmd.Deps{Collections: starter, FingerprintKey: key, Now: func() time.Time { return testNow }})
 	return &env{engine: e, store: store, repo: repo}
 }
 
@@ -390,6 +398,31 @@ func TestNoBodyLeaksIntoStoredMetadata(t *testing.T) {
 				t.Fatal("personal number in envelope metadata")
 			}
 		}
+	}
+}
+
+func TestRequestFingerprintsAreKeyed(t *testing.T) {
+	body := v2Body("se-demo-insurer", mock, pnParam("199001010017"))
+	var hashes []string
+	for _, key := range [][]byte{fingerprintKey, []byte("another-fingerprint-key-0123456789abcdef")} {
+		e := newEnvWithKey(t, nil, nil, key)
+		id := created(t, e.post(t, req{version: "2026-04-01", body: body, idem: "order-7"}))["collectionId"].(string)
+		agg, err := e.repo.Load(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, agg.RequestHash())
+		// supplement-info's fingerprint, which covers e-mail addresses, is keyed the same way.
+		e.changeStatus(t, id, collection.StatusLogin, collection.StatusDetails{})
+		e.changeStatus(t, id, collection.StatusContactFormPending, collection.StatusDetails{})
+		accepted(t, e.supplement(t, id, contactBody, "", "sup-7"))
+		if agg, _ = e.repo.Load(context.Background(), id); agg.SuppliedInput() == nil ||
+			!strings.HasPrefix(agg.SuppliedInput().RequestHash, httpcmd.FingerprintScheme) {
+			t.Fatalf("supplement-info fingerprint %+v", agg.SuppliedInput())
+		}
+	}
+	if hashes[0] == hashes[1] || !strings.HasPrefix(hashes[0], httpcmd.FingerprintScheme) || !strings.HasPrefix(hashes[1], httpcmd.FingerprintScheme) {
+		t.Fatalf("fingerprints under two keys: %v", hashes)
 	}
 }
 

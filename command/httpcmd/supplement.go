@@ -93,7 +93,7 @@ func (h *handlers) supplementInfo(c *gin.Context) {
 		return
 	}
 	version := httpapi.ServiceVersion(c)
-	hash, err := requestHash(version, canonical)
+	hash, err := h.requestHash(version, canonical)
 	if err != nil {
 		httpapi.AbortInternal(c, err)
 		return
