@@ -95,16 +95,36 @@ func TestCheckPassesWhatFits(t *testing.T) {
 	}
 }
 
-func TestCheckLeavesSyntaxToTheDecoder(t *testing.T) {
-	for _, body := range []string{`{`, `{"a"`, `{"a":}`, `[1,]`, `{"a":1,}`, `[}`, `{]`, `"\x"`, "\"a\x01\"", `{"a":1}}`, `{1:2}`, `"\u12"`} {
-		if err := (Limits{}).Check([]byte(body)); err != nil {
-			t.Errorf("Check(%q) = %v, want nil (a syntax error is the decoder's to report)", body, err)
+// A body the scan cannot tokenize is refused as malformed by the scan itself: were it left to the
+// decoder, a body the two judged differently would reach the decoder unchecked.
+func TestCheckRefusesMalformedBodies(t *testing.T) {
+	for _, body := range []string{`{`, `{"a"`, `{"a":}`, `[1,]`, `{"a":1,}`, `[}`, `{]`, `"\x"`, "\"a\x01\"", `{1:2}`, `"\u12"`} {
+		err := (Limits{}).Check([]byte(body))
+		var se *ShapeError
+		if !errors.Is(err, ErrMalformedJSON) || errors.As(err, &se) {
+			t.Errorf("Check(%q) = %v, want ErrMalformedJSON", body, err)
 		}
 		var v any
-		if err := StrictUnmarshal([]byte(body), &v); err == nil {
+		err = StrictUnmarshal([]byte(body), &v)
+		if err == nil {
 			t.Errorf("StrictUnmarshal(%q) accepted invalid JSON", body)
+		} else if p := DecodeProblem("", err); p.Code != CodeMalformedJSON {
+			t.Errorf("DecodeProblem(%q) = %s, want %s", body, p.Code, CodeMalformedJSON)
 		}
 	}
+	// What follows the first value is the decoder's to refuse (trailing data).
+	if err := (Limits{}).Check([]byte(`{"a":1}}`)); err != nil {
+		t.Errorf("Check of a value with trailing data = %v, want nil", err)
+	}
+	// Invalid UTF-8 is what encoding/json replaces, not a reason to stop the scan.
+	if err := (Limits{MaxStringBytes: 3}).Check([]byte("{\"s\":\"\xff\xff\xff\xff\"}")); !isShape(err, StringTooLong) {
+		t.Errorf("Check of a long string of invalid UTF-8 = %v, want StringTooLong", err)
+	}
+}
+
+func isShape(err error, v ShapeViolation) bool {
+	var se *ShapeError
+	return errors.As(err, &se) && se.Violation == v
 }
 
 func TestShapeErrorPathEchoesNoHugeName(t *testing.T) {
@@ -350,7 +370,8 @@ func BenchmarkDecodeJSON(b *testing.B) {
 }
 
 // FuzzStrictDecode feeds arbitrary bodies to the shape scan and the strict decoder: neither may
-// panic, and with every bound lifted the scan refuses only repeated members.
+// panic, with every bound lifted the scan refuses only repeated members and malformed bodies,
+// and it never calls a well-formed body malformed.
 func FuzzStrictDecode(f *testing.F) {
 	for _, seed := range []string{
 		`{"company":"a","loginMethod":"b","parameters":[{"type":"SwedishPersonalNumberParameter","personalNumber":"199001010017"}]}`,
@@ -363,8 +384,14 @@ func FuzzStrictDecode(f *testing.F) {
 	lifted := Limits{MaxDepth: -1, MaxItems: -1, MaxMembers: -1, MaxStringBytes: -1}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = collectionLimits.Check(data)
-		var se *ShapeError
-		if err := lifted.Check(data); err != nil && (!errors.As(err, &se) || se.Violation != DuplicateMember) {
+		err := lifted.Check(data)
+		switch {
+		case err == nil, isShape(err, DuplicateMember):
+		case errors.Is(err, ErrMalformedJSON):
+			if json.Valid(data) {
+				t.Fatalf("well-formed %q called malformed: %v", data, err)
+			}
+		default:
 			t.Fatalf("with every bound lifted Check = %v", err)
 		}
 		var typed struct {

@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Default bounds of a JSON request body. Every JSON command fits them with room to spare: the
@@ -123,13 +126,20 @@ func (l Limits) resolved() Limits {
 // Check scans the first JSON value of data and returns a *ShapeError at the first place that
 // breaks l or repeats a member name (compared case-insensitively, as encoding/json matches
 // struct fields, so that {"company":"a","Company":"b"} cannot smuggle a second value past
-// whoever read the first). It allocates next to nothing and never panics. Syntax errors are
-// not its business: it stops at the first one and returns nil, leaving the report to the
-// decoder.
+// whoever read the first). It stops there: a hostile body costs the scan of its first
+// violation, never of the whole. Tokens come from jsontext (the tokenizer of encoding/json/v2);
+// a body it cannot tokenize is refused as malformed (an error wrapping ErrMalformedJSON), so that
+// no body reaches the decoder unchecked because the scan gave up on it.
 func (l Limits) Check(data []byte) error {
-	s := shapeScanner{data: data, lim: l.resolved()}
+	s := shapeScanner{lim: l.resolved(),
+		// Invalid UTF-8 and repeated names are accepted by encoding/json, which decodes the body
+		// afterwards; the scan must see such bodies through rather than stop at them.
+		dec: jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))}
 	return s.scan()
 }
+
+// ErrMalformedJSON is a body that is not one well-formed JSON value.
+var ErrMalformedJSON = errors.New("malformed JSON")
 
 // unbounded is the limit value of a lifted bound.
 const unbounded = -1
@@ -142,116 +152,133 @@ type frame struct {
 	count  int    // items or members so far
 	max    int    // bound of count
 	patLen int    // length of the container's own path pattern in shapeScanner.pat
-	key    []byte // object: the current member's name, decoded
-	// names are the first linearNameLimit member names, compared one by one for duplicates;
-	// past them set takes over, where comparing with each one would cost too much.
-	names [][]byte
-	set   map[string]struct{}
+	key    string // object: the current member's name
+	// names are the member names so far, folded, to find repeated ones.
+	names map[string]struct{}
 }
-
-// linearNameLimit is how many member names an object compares one by one before it keeps a set.
-const linearNameLimit = 16
 
 type shapeScanner struct {
-	data   []byte
-	pos    int
-	lim    Limits
-	frames []frame
-	pat    []byte // path pattern of the value being scanned ("parameters[].type")
-	alt    []byte // scratch for the wildcard pattern
+	dec     *jsontext.Decoder
+	lim     Limits
+	frames  []frame
+	pat     []byte // path pattern of the value being scanned ("parameters[].type")
+	alt     []byte // scratch for the wildcard pattern
+	unquote []byte // scratch for the decoded form of an escaped string
 }
-
-// errSyntax stops the scan at invalid JSON; Check reports it as nil.
-var errSyntax = &ShapeError{}
 
 func (s *shapeScanner) scan() error {
-	err := s.value()
-	if err == errSyntax { //nolint:errorlint // private sentinel, never wrapped
+	for {
+		if err := s.nextValue(); err != nil {
+			return err
+		}
+		switch kind := s.dec.PeekKind(); kind {
+		case '{', '[':
+			if err := s.open(kind == '['); err != nil {
+				return err
+			}
+			if _, err := s.dec.ReadToken(); err != nil {
+				return malformed(err)
+			}
+		case '}', ']':
+			if _, err := s.dec.ReadToken(); err != nil {
+				return malformed(err)
+			}
+			s.frames = s.frames[:len(s.frames)-1]
+			s.pat = s.pat[:s.patLen()]
+		case '"':
+			raw, err := s.dec.ReadValue()
+			if err != nil {
+				return malformed(err)
+			}
+			if max := s.stringLimit(); max != unbounded && len(raw)-2 > max {
+				// Escapes make the raw form longer than the decoded one; decode only when that
+				// may matter. ReadValue checked the syntax, so unquoting fails only on invalid
+				// UTF-8, which encoding/json would turn into longer replacement characters:
+				// the raw length then stands.
+				n := len(raw) - 2
+				if s.unquote, err = jsontext.AppendUnquote(s.unquote[:0], raw); err == nil {
+					n = len(s.unquote)
+				}
+				if n > max {
+					return s.violation(len(s.frames), StringTooLong, max)
+				}
+			}
+		case 0:
+			_, err := s.dec.ReadToken() // reports why there is no value
+			if len(s.frames) == 0 && errors.Is(err, io.EOF) {
+				return nil // an empty body: the decoder says so in its own words
+			}
+			return malformed(err)
+		default:
+			if err := s.dec.SkipValue(); err != nil {
+				return malformed(err)
+			}
+		}
+		if len(s.frames) == 0 && s.dec.StackDepth() == 0 {
+			return nil // the first value is complete; what follows is the decoder's business
+		}
+	}
+}
+
+// nextValue counts the value about to be read in its array, or reads and checks the member
+// name in front of it in its object, and sets s.pat to the value's path pattern. At a closing
+// delimiter it does nothing.
+func (s *shapeScanner) nextValue() error {
+	if len(s.frames) == 0 {
 		return nil
 	}
-	return err
-}
-
-func (s *shapeScanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+	kind := s.dec.PeekKind()
+	if kind == '}' || kind == ']' {
+		return nil
 	}
-}
-
-// value scans one whole value, iteratively: the depth of the body must not become the depth of
-// Go's stack.
-func (s *shapeScanner) value() error {
-	for {
-		// One value starts here; its path pattern is in s.pat.
-		s.skipSpace()
-		if s.pos >= len(s.data) {
-			return errSyntax
+	f := s.top()
+	f.count++
+	if exceeds(f.count, f.max) {
+		violation := TooManyItems
+		if !f.array {
+			violation = TooManyMembers
 		}
-		switch c := s.data[s.pos]; {
-		case c == '{' || c == '[':
-			if err := s.open(c == '['); err != nil {
-				return err
-			}
-			s.pos++
-			s.skipSpace()
-			if s.pos < len(s.data) && (s.data[s.pos] == '}' || s.data[s.pos] == ']') {
-				if (s.data[s.pos] == ']') != s.top().array {
-					return errSyntax
-				}
-				s.pos++
-				s.frames = s.frames[:len(s.frames)-1]
-				break // the empty container is the value
-			}
-			if err := s.next(); err != nil {
-				return err
-			}
-			continue // the first item or member value
-		case c == '"':
-			n, err := s.str()
-			if err != nil {
-				return err
-			}
-			if max := s.stringLimit(); exceeds(n, max) {
-				return s.violation(len(s.frames), StringTooLong, max)
-			}
-		default:
-			if err := s.scalar(); err != nil {
-				return err
-			}
-		}
-		// A value ended: close the containers it completes and move to the next sibling.
-		for {
-			if len(s.frames) == 0 {
-				return nil
-			}
-			s.skipSpace()
-			if s.pos >= len(s.data) {
-				return errSyntax
-			}
-			f := s.top()
-			c := s.data[s.pos]
-			s.pos++
-			if c == ',' {
-				if err := s.next(); err != nil {
-					return err
-				}
-				break
-			}
-			if f.array && c == ']' || !f.array && c == '}' {
-				s.frames = s.frames[:len(s.frames)-1]
-				continue
-			}
-			return errSyntax
-		}
+		return s.violation(len(s.frames)-1, violation, f.max)
 	}
+	s.pat = s.pat[:f.patLen]
+	if f.array {
+		s.pat = append(s.pat, "[]"...)
+		return nil
+	}
+	tok, err := s.dec.ReadToken()
+	if err != nil {
+		return malformed(err)
+	}
+	name := tok.String()
+	if exceeds(len(name), s.lim.MaxStringBytes) {
+		// Named at the object: echoing a name that long back would make the answer as big.
+		return s.violation(len(s.frames)-1, StringTooLong, s.lim.MaxStringBytes)
+	}
+	f.key = name
+	folded := strings.ToLower(strings.ToUpper(name))
+	if _, dup := f.names[folded]; dup {
+		return s.violation(len(s.frames), DuplicateMember, 0)
+	}
+	if f.names == nil {
+		f.names = make(map[string]struct{})
+	}
+	f.names[folded] = struct{}{}
+	if f.patLen > 0 {
+		s.pat = append(s.pat, '.')
+	}
+	s.pat = append(s.pat, name...)
+	return nil
 }
 
 func (s *shapeScanner) top() *frame { return &s.frames[len(s.frames)-1] }
+
+// patLen is the length of the path pattern of the innermost open container's current value.
+func (s *shapeScanner) patLen() int {
+	if len(s.frames) == 0 {
+		return 0
+	}
+	return s.top().patLen
+}
 
 // open pushes the array or object that starts the current value.
 func (s *shapeScanner) open(array bool) error {
@@ -269,106 +296,8 @@ func (s *shapeScanner) open(array bool) error {
 			max = pl.MaxMembers
 		}
 	}
-	if len(s.frames) < cap(s.frames) {
-		// Reuse the frame's buffers from an earlier container at this depth.
-		s.frames = s.frames[:len(s.frames)+1]
-		f := s.top()
-		names, set := f.names[:0], f.set
-		clear(set)
-		*f = frame{names: names, set: set}
-	} else {
-		s.frames = append(s.frames, frame{})
-	}
-	f := s.top()
-	f.array, f.max, f.patLen = array, max, len(s.pat)
+	s.frames = append(s.frames, frame{array: array, max: max, patLen: len(s.pat)})
 	return nil
-}
-
-// next starts the next item or member of the innermost container, at s.pos (after its '[',
-// '{' or ','), and sets s.pat to the pattern of the value that follows.
-func (s *shapeScanner) next() error {
-	f := s.top()
-	f.count++
-	if exceeds(f.count, f.max) {
-		violation := TooManyItems
-		if !f.array {
-			violation = TooManyMembers
-		}
-		return s.violation(len(s.frames)-1, violation, f.max)
-	}
-	s.pat = s.pat[:f.patLen]
-	if f.array {
-		s.pat = append(s.pat, "[]"...)
-		return nil
-	}
-	s.skipSpace()
-	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-		return errSyntax
-	}
-	start := s.pos
-	n, err := s.str()
-	if err != nil {
-		return err
-	}
-	if exceeds(n, s.lim.MaxStringBytes) {
-		// Named at the object: echoing a name that long back would make the answer as big.
-		return s.violation(len(s.frames)-1, StringTooLong, s.lim.MaxStringBytes)
-	}
-	name := s.data[start+1 : s.pos-1]
-	if bytes.IndexByte(name, '\\') >= 0 {
-		var decoded string
-		if json.Unmarshal(s.data[start:s.pos], &decoded) != nil {
-			return errSyntax
-		}
-		name = []byte(decoded)
-	}
-	f.key = name
-	if s.seen(f, name) {
-		return s.violation(len(s.frames), DuplicateMember, 0)
-	}
-	s.skipSpace()
-	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-		return errSyntax
-	}
-	s.pos++
-	if f.patLen > 0 {
-		s.pat = append(s.pat, '.')
-	}
-	s.pat = append(s.pat, name...)
-	return nil
-}
-
-// seen records name, the latest member of f, and reports whether f had it already, ignoring
-// case.
-func (s *shapeScanner) seen(f *frame, name []byte) bool {
-	if f.count <= linearNameLimit {
-		for _, n := range f.names {
-			if bytes.EqualFold(n, name) {
-				return true
-			}
-		}
-		f.names = append(f.names, name)
-		return false
-	}
-	if f.count == linearNameLimit+1 {
-		if f.set == nil {
-			f.set = make(map[string]struct{}, 4*linearNameLimit)
-		}
-		for _, n := range f.names {
-			f.set[foldName(n)] = struct{}{}
-		}
-	}
-	k := foldName(name)
-	if _, dup := f.set[k]; dup {
-		return true
-	}
-	f.set[k] = struct{}{}
-	return false
-}
-
-// foldName is name in a form equal for names that differ only in case.
-func foldName(name []byte) string {
-	return strings.ToLower(strings.ToUpper(string(name)))
 }
 
 // pathLimits returns the overrides of the current value's path, if any.
@@ -398,95 +327,11 @@ func (s *shapeScanner) stringLimit() int {
 	return s.lim.MaxStringBytes
 }
 
-// str scans the string at s.pos and returns its length once decoded, in bytes (escapes count
-// as what they stand for; an invalid one as the U+FFFD that replaces it).
-func (s *shapeScanner) str() (int, error) {
-	s.pos++ // the opening quote
-	n := 0
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			return n, nil
-		case c < 0x20:
-			return 0, errSyntax
-		case c != '\\':
-			s.pos++
-			n++
-			continue
-		}
-		if s.pos+1 >= len(s.data) {
-			return 0, errSyntax
-		}
-		if s.data[s.pos+1] != 'u' {
-			switch s.data[s.pos+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			default:
-				return 0, errSyntax
-			}
-			s.pos += 2
-			n++
-			continue
-		}
-		r, ok := s.hex4(s.pos + 2)
-		if !ok {
-			return 0, errSyntax
-		}
-		s.pos += 6
-		if r >= 0xD800 && r < 0xDC00 && s.pos+6 <= len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-			if lo, ok := s.hex4(s.pos + 2); ok && lo >= 0xDC00 && lo < 0xE000 {
-				s.pos += 6
-				n += 4 // a surrogate pair is one rune outside the BMP
-				continue
-			}
-		}
-		if r >= 0xD800 && r < 0xE000 {
-			n += utf8.RuneLen(utf8.RuneError)
-		} else {
-			n += utf8.RuneLen(r)
-		}
+func malformed(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
 	}
-	return 0, errSyntax
-}
-
-func (s *shapeScanner) hex4(at int) (rune, bool) {
-	if at+4 > len(s.data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.data[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// scalar skips a number, true, false or null. It checks only that the value is made of the
-// characters such values are made of; the decoder judges the rest.
-func (s *shapeScanner) scalar() error {
-	start := s.pos
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'E' {
-			s.pos++
-			continue
-		}
-		break
-	}
-	if s.pos == start {
-		return errSyntax
-	}
-	return nil
+	return fmt.Errorf("%w: %w", ErrMalformedJSON, err)
 }
 
 // violation builds the error at the value whose path is given by the first depth open
@@ -515,11 +360,11 @@ func (s *shapeScanner) path(depth int) string {
 			for n > 0 && !utf8.RuneStart(f.key[n]) {
 				n--
 			}
-			b.Write(f.key[:n])
+			b.WriteString(f.key[:n])
 			b.WriteString("…")
 			continue
 		}
-		b.Write(f.key)
+		b.WriteString(f.key)
 	}
 	return b.String()
 }
