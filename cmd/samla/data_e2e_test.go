@@ -180,33 +180,40 @@ func TestFrenchCareerStatement(t *testing.T) {
 func TestPDFUpload(t *testing.T) {
 	t.Parallel()
 	c := personaService(t)
-	pdf := func(opts pdfletter.SampleOptions) map[string]any {
+	letter := func(opts pdfletter.SampleOptions) string {
 		var buf bytes.Buffer
 		if err := pdfletter.WriteSample(&buf, opts); err != nil {
 			t.Fatal(err)
 		}
-		return map[string]any{"type": "PdfDocumentParameter", "contentBase64": base64.StdEncoding.EncodeToString(buf.Bytes()), "fileName": "letter.pdf"}
+		return base64.StdEncoding.EncodeToString(buf.Bytes())
 	}
-	notPDF := map[string]any{"type": "PdfDocumentParameter", "contentBase64": base64.StdEncoding.EncodeToString([]byte("just some text")), "fileName": "notes.txt"}
 	for _, tc := range []struct {
-		name  string
-		param map[string]any
-		final string
+		name, content, final string
 	}{
-		{"letter", pdf(pdfletter.SampleOptions{Holder: "Tolvan Tolvansson"}), "COMPLETED"},
-		{"broken letter", pdf(pdfletter.SampleOptions{Broken: pdfletter.FieldPremium}), "FAILED_PDF_PARSE"},
-		{"not a letter", pdf(pdfletter.SampleOptions{NotALetter: true}), "FAILED_PDF_USER_INPUT"},
-		{"not a PDF", notPDF, "FAILED_PDF_USER_INPUT"},
+		{"letter", letter(pdfletter.SampleOptions{Holder: "Tolvan Tolvansson"}), "COMPLETED"},
+		{"broken letter", letter(pdfletter.SampleOptions{Broken: pdfletter.FieldPremium}), "FAILED_PDF_PARSE"},
+		{"not a letter", letter(pdfletter.SampleOptions{NotALetter: true}), "FAILED_PDF_USER_INPUT"},
+		{"not a PDF", base64.StdEncoding.EncodeToString([]byte("just some text")), "FAILED_PDF_USER_INPUT"},
 	} {
-		id := c.mustStart(collectionRequest{company: "se-demo-insurer", loginMethod: "PDF_UPLOAD", extraParams: []map[string]any{tc.param}})
-		if final := c.waitStatus(id, 15*time.Second, finalStatus); final.Status != tc.final {
-			t.Errorf("%s: %s, want %s", tc.name, final.Status, tc.final)
-			continue
-		}
-		if tc.final == "COMPLETED" {
-			code, out, _ := c.data("/collections/"+id+"/insurance/data", "2026-04-01")
-			if insurances, _ := out["insurances"].([]any); code != 200 || len(insurances) != 1 {
-				t.Errorf("data of the letter = %d %v", code, out)
+		// The stable version takes the document in its input map and ends in the same statuses.
+		for _, version := range []string{"2026-04-01", "2025-01-01"} {
+			req := collectionRequest{version: version, company: "se-demo-insurer", loginMethod: "PDF_UPLOAD"}
+			if version == "2025-01-01" {
+				req.pdfDocument = tc.content
+			} else {
+				req.extraParams = []map[string]any{{"type": "PdfDocumentParameter", "contentBase64": tc.content, "fileName": "letter.pdf"}}
+			}
+			id := c.mustStart(req)
+			c.waitStatus(id, 15*time.Second, finalStatus)
+			if got := c.statusAs(id, version).Status; got != tc.final {
+				t.Errorf("%s on %s: %s, want %s", tc.name, version, got, tc.final)
+				continue
+			}
+			if tc.final == "COMPLETED" {
+				code, out, _ := c.data("/collections/"+id+"/insurance/data", version)
+				if insurances, _ := out["insurances"].([]any); code != 200 || len(insurances) != 1 {
+					t.Errorf("data of the letter on %s = %d %v", version, code, out)
+				}
 			}
 		}
 	}

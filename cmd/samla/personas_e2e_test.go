@@ -86,7 +86,8 @@ type collectionRequest struct {
 	loginMethod string
 	pn          string
 	ownerName   string
-	extraParams []map[string]any
+	extraParams []map[string]any // 2026-04-01 only
+	pdfDocument string           // 2025-01-01 only: input.PDF_DOCUMENT, base64
 }
 
 func (c apiClient) start(req collectionRequest) (int, map[string]any) {
@@ -105,6 +106,9 @@ func (c apiClient) start(req collectionRequest) (int, map[string]any) {
 		}
 		if req.ownerName != "" {
 			input["ACCOUNT_OWNER_NAME"] = req.ownerName
+		}
+		if req.pdfDocument != "" {
+			input["PDF_DOCUMENT"] = req.pdfDocument
 		}
 		body["input"] = input
 	} else {

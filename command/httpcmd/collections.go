@@ -35,8 +35,9 @@ const (
 
 // Size limits of POST /collections.
 const (
-	// MaxPDFBytes is the largest PDF a PdfDocumentParameter may carry, decoded (API.md).
-	MaxPDFBytes = 10 << 20
+	// MaxPDFBytes is the largest PDF a PdfDocumentParameter (or 2025-01-01's PDF_DOCUMENT)
+	// may carry, decoded: the domain's bound of a document.
+	MaxPDFBytes = collection.MaxPDFBytes
 	// MaxCreateCollectionBodyBytes must fit a maximal PDF in base64 (4 bytes per 3, so 10 MiB
 	// become 13.33 MiB) plus the rest of the request; 14 MiB leaves about 650 KiB for that.
 	MaxCreateCollectionBodyBytes int64 = 14 << 20
@@ -44,7 +45,23 @@ const (
 	maxNameLength = 300
 	// maxFileNameLength bounds PdfDocumentParameter.fileName.
 	maxFileNameLength = 255
+	// MaxParameters bounds the 2026-04-01 parameters: each type may appear once, and there are
+	// five; the margin lets a client with a repeated type learn which one.
+	MaxParameters = 10
+	// maxInputs bounds the 2025-01-01 input map, which knows three keys.
+	maxInputs = 10
 )
+
+// startLimits bound the shape of a POST /collections body of either version before anything
+// of it is decoded: a body that breaks one is refused at the first violation, whatever its size.
+var startLimits = httpapi.Limits{Paths: map[string]httpapi.PathLimits{
+	"parameters":                 {MaxItems: MaxParameters},
+	"parameters[].contentBase64": {MaxStringBytes: base64.StdEncoding.EncodedLen(MaxPDFBytes)},
+	"input":                      {MaxMembers: maxInputs},
+	// A name of maxNameLength runes takes at most four bytes a rune.
+	"input.*":                   {MaxStringBytes: 4 * maxNameLength},
+	"input." + InputPDFDocument: {MaxStringBytes: base64.StdEncoding.EncodedLen(MaxPDFBytes)},
+}}
 
 // Parameter type discriminators of the 2026-04-01 request.
 const (
@@ -59,7 +76,13 @@ const (
 const (
 	InputSwedishPersonalNumber = "SWEDISH_PERSONAL_NUMBER"
 	InputAccountOwnerName      = "ACCOUNT_OWNER_NAME"
+	// InputPDFDocument carries the PDF of a PDF_UPLOAD collection, in standard base64, with the
+	// limits of PdfDocumentParameter (API.md).
+	InputPDFDocument = "PDF_DOCUMENT"
 )
+
+// knownInputs are the 2025-01-01 input keys, in the order errors name them.
+var knownInputs = []string{InputSwedishPersonalNumber, InputAccountOwnerName, InputPDFDocument}
 
 // CollectionCommands is the application service the handlers drive (app.CollectionService).
 type CollectionCommands interface {
@@ -181,13 +204,13 @@ func (h *handlers) startCollection(c *gin.Context) {
 	switch version {
 	case httpapi.V20250101:
 		var req startRequestV1
-		if !httpapi.DecodeJSON(c, &req) {
+		if !httpapi.DecodeJSON(c, &req, startLimits) {
 			return
 		}
 		in, errs = validateV1(req, h.deps.Now())
 	default:
 		var req startRequestV2
-		if !httpapi.DecodeJSON(c, &req) {
+		if !httpapi.DecodeJSON(c, &req, startLimits) {
 			return
 		}
 		in, errs = validateV2(req, h.deps.Now())
@@ -267,9 +290,9 @@ func validateV1(req startRequestV1, now time.Time) (startInput, []httpapi.FieldE
 	slices.Sort(keys) // errors in a stable order
 	for _, k := range keys {
 		field := "input." + k
-		if k != InputSwedishPersonalNumber && k != InputAccountOwnerName {
+		if !slices.Contains(knownInputs, k) {
 			errs = append(errs, httpapi.FieldError{Field: field,
-				Message: "is not a known input; known inputs are " + InputSwedishPersonalNumber + " and " + InputAccountOwnerName})
+				Message: "is not a known input; known inputs are " + strings.Join(knownInputs, ", ")})
 			continue
 		}
 		var v string
@@ -294,6 +317,19 @@ func validateV1(req startRequestV1, now time.Time) (startInput, []httpapi.FieldE
 			errs = append(errs, *fe)
 		}
 		in.accountOwnerName = strings.TrimSpace(v)
+	}
+	pdfField := "input." + InputPDFDocument
+	if v, ok := values[InputPDFDocument]; ok {
+		content, fe := decodePDF(pdfField, &v)
+		if fe != nil {
+			errs = append(errs, *fe)
+		} else {
+			in.pdf = &app.PDFUpload{Content: content}
+			in.paths = map[string]string{collection.FieldPDF: pdfField}
+		}
+	}
+	if fe := checkPDFFits(req.LoginMethod, pdfField, InputPDFDocument, hasKey(req.Input, InputPDFDocument)); fe != nil {
+		errs = append(errs, *fe)
 	}
 	in.canonical = struct {
 		Company     string            `json:"company"`
@@ -425,7 +461,10 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 				continue
 			}
 			pdfIndex = i
-			content, fe := checkPDF(prefix, p)
+			content, fe := decodePDF(prefix+".contentBase64", p.ContentBase64)
+			if fe == nil && p.FileName != nil && (*p.FileName == "" || len(*p.FileName) > maxFileNameLength) {
+				fe = &httpapi.FieldError{Field: prefix + ".fileName", Message: fmt.Sprintf("must have 1 to %d characters when given", maxFileNameLength)}
+			}
 			if fe != nil {
 				errs = append(errs, *fe)
 				continue
@@ -453,14 +492,12 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 				Message: "must be the same person as the " + ParamSwedishPersonalNumber})
 		}
 	}
-	// PDF_UPLOAD collects from the uploaded document and nothing else, so it needs one; other login
-	// methods have no use for a document.
-	switch {
-	case req.LoginMethod == company.LoginPDFUpload && pdfIndex < 0:
-		errs = append(errs, httpapi.FieldError{Field: "parameters", Message: "loginMethod PDF_UPLOAD needs a " + ParamPdfDocument})
-	case req.LoginMethod != company.LoginPDFUpload && pdfIndex >= 0:
-		errs = append(errs, httpapi.FieldError{Field: fmt.Sprintf("parameters[%d].type", pdfIndex),
-			Message: ParamPdfDocument + " is only for loginMethod PDF_UPLOAD"})
+	pdfField := "parameters"
+	if pdfIndex >= 0 {
+		pdfField = fmt.Sprintf("parameters[%d].type", pdfIndex)
+	}
+	if fe := checkPDFFits(req.LoginMethod, pdfField, ParamPdfDocument, pdfIndex >= 0); fe != nil {
+		errs = append(errs, *fe)
 	}
 
 	in.canonical = struct {
@@ -472,28 +509,44 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 	return in, errs
 }
 
-// checkPDF checks the document's encoding and size and returns its decoded content. Whether it
+// decodePDF checks a document's encoding and size and returns its decoded content. Whether it
 // is a PDF the connector can read is the connector's call (FAILED_PDF_USER_INPUT), not a
 // request-validation rule.
-func checkPDF(prefix string, p pdfDocumentParam) ([]byte, *httpapi.FieldError) {
-	if p.ContentBase64 == nil || *p.ContentBase64 == "" {
-		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "is required"}
+func decodePDF(field string, contentBase64 *string) ([]byte, *httpapi.FieldError) {
+	if contentBase64 == nil || *contentBase64 == "" {
+		return nil, &httpapi.FieldError{Field: field, Message: "is required"}
 	}
-	content := *p.ContentBase64
+	content := *contentBase64
 	if base64.StdEncoding.DecodedLen(len(content)) > MaxPDFBytes+2 { // +2: padding makes DecodedLen an upper bound
-		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to at most %d bytes", MaxPDFBytes)}
+		return nil, &httpapi.FieldError{Field: field, Message: fmt.Sprintf("must decode to at most %d bytes", MaxPDFBytes)}
 	}
 	decoded, err := base64.StdEncoding.DecodeString(content)
 	if err != nil {
-		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: "must be standard base64"}
+		return nil, &httpapi.FieldError{Field: field, Message: "must be standard base64"}
 	}
 	if len(decoded) == 0 || len(decoded) > MaxPDFBytes {
-		return nil, &httpapi.FieldError{Field: prefix + ".contentBase64", Message: fmt.Sprintf("must decode to 1 to %d bytes", MaxPDFBytes)}
-	}
-	if p.FileName != nil && (*p.FileName == "" || len(*p.FileName) > maxFileNameLength) {
-		return nil, &httpapi.FieldError{Field: prefix + ".fileName", Message: fmt.Sprintf("must have 1 to %d characters when given", maxFileNameLength)}
+		return nil, &httpapi.FieldError{Field: field, Message: fmt.Sprintf("must decode to 1 to %d bytes", MaxPDFBytes)}
 	}
 	return decoded, nil
+}
+
+// checkPDFFits is the rule of both versions: PDF_UPLOAD collects from the uploaded document and
+// nothing else, so it needs one (a 400, not a collection that fails later); other login methods
+// have no use for a document. field is where the error points, what names the member that
+// carries a document in the request's version.
+func checkPDFFits(loginMethod, field, what string, hasPDF bool) *httpapi.FieldError {
+	switch {
+	case loginMethod == company.LoginPDFUpload && !hasPDF:
+		return &httpapi.FieldError{Field: field, Message: "loginMethod PDF_UPLOAD needs a " + what}
+	case loginMethod != company.LoginPDFUpload && hasPDF:
+		return &httpapi.FieldError{Field: field, Message: what + " is only for loginMethod PDF_UPLOAD"}
+	}
+	return nil
+}
+
+func hasKey[V any](m map[string]V, key string) bool {
+	_, ok := m[key]
+	return ok
 }
 
 // FingerprintScheme prefixes every request fingerprint, so that a stored one says how it was

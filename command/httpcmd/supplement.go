@@ -47,6 +47,15 @@ const (
 	maxHeaderLength = 8 << 10
 )
 
+// supplementLimits bound the shape of a supplement-info body before anything of it is decoded.
+var supplementLimits = httpapi.Limits{Paths: map[string]httpapi.PathLimits{
+	"inputs":                {MaxItems: MaxSupplementInputs},
+	"responses":             {MaxItems: MaxSupplementResponses},
+	"responses[].headers":   {MaxMembers: MaxResponseHeaders},
+	"responses[].headers.*": {MaxStringBytes: maxHeaderLength},
+	"responses[].body":      {MaxStringBytes: MaxResponseBodyBytes},
+}}
+
 // supplementRequest is either CollectionInput ({"inputs":[…]}) or a ResponseObject
 // ({"responses":[…]}). Pointers tell an absent member (or null) from an empty one; items stay
 // raw until each is decoded with its own path, so that an error names inputs[2].value.
@@ -84,7 +93,7 @@ func (h *handlers) supplementInfo(c *gin.Context) {
 		return
 	}
 	var req supplementRequest
-	if !httpapi.DecodeJSON(c, &req) {
+	if !httpapi.DecodeJSON(c, &req, supplementLimits) {
 		return
 	}
 	cmd, canonical, errs := validateSupplement(req)
@@ -127,9 +136,8 @@ func validateSupplement(req supplementRequest) (app.SupplyInfo, supplementCanoni
 			Message: "inputs (CollectionInput) or responses (ResponseObject) is required"}}
 	case req.Inputs != nil:
 		items := *req.Inputs
-		if len(items) == 0 || len(items) > MaxSupplementInputs {
-			return app.SupplyInfo{}, canonical, []httpapi.FieldError{{Field: "inputs",
-				Message: fmt.Sprintf("must hold 1 to %d inputs", MaxSupplementInputs)}}
+		if len(items) == 0 { // at most MaxSupplementInputs: supplementLimits saw to that
+			return app.SupplyInfo{}, canonical, []httpapi.FieldError{{Field: "inputs", Message: "must hold at least one input"}}
 		}
 		var errs []httpapi.FieldError
 		inputs := make([]collection.Input, 0, len(items))
@@ -154,9 +162,8 @@ func validateSupplement(req supplementRequest) (app.SupplyInfo, supplementCanoni
 		return app.SupplyInfo{Kind: collection.InputKindCollectionInput, Inputs: inputs}, canonical, errs
 	}
 	items := *req.Responses
-	if len(items) == 0 || len(items) > MaxSupplementResponses {
-		return app.SupplyInfo{}, canonical, []httpapi.FieldError{{Field: "responses",
-			Message: fmt.Sprintf("must hold 1 to %d responses", MaxSupplementResponses)}}
+	if len(items) == 0 { // at most MaxSupplementResponses: supplementLimits saw to that
+		return app.SupplyInfo{}, canonical, []httpapi.FieldError{{Field: "responses", Message: "must hold at least one response"}}
 	}
 	var errs []httpapi.FieldError
 	responses := make([]collection.ClientResponse, 0, len(items))
@@ -192,7 +199,8 @@ func decodeItem(prefix string, raw json.RawMessage, dst any) *httpapi.FieldError
 	return nil
 }
 
-// checkResponse checks the presence and sizes of one ResponseObject's members.
+// checkResponse checks the presence of one ResponseObject's members and its header names; the
+// sizes of its headers and body are supplementLimits'.
 func checkResponse(prefix string, it responseItem) []httpapi.FieldError {
 	var errs []httpapi.FieldError
 	if it.RequestID == nil || *it.RequestID == "" {
@@ -201,18 +209,12 @@ func checkResponse(prefix string, it responseItem) []httpapi.FieldError {
 	if it.Status == nil {
 		errs = append(errs, httpapi.FieldError{Field: prefix + ".status", Message: "is required"})
 	}
-	if len(it.Headers) > MaxResponseHeaders {
-		errs = append(errs, httpapi.FieldError{Field: prefix + ".headers", Message: fmt.Sprintf("must hold at most %d headers", MaxResponseHeaders)})
-	}
-	for name, value := range it.Headers {
-		if name == "" || len(name) > maxHeaderLength || len(value) > maxHeaderLength {
+	for name := range it.Headers {
+		if name == "" || len(name) > maxHeaderLength {
 			errs = append(errs, httpapi.FieldError{Field: prefix + ".headers",
-				Message: fmt.Sprintf("names must have 1 to %d characters and values at most %d", maxHeaderLength, maxHeaderLength)})
+				Message: fmt.Sprintf("names must have 1 to %d characters", maxHeaderLength)})
 			break
 		}
-	}
-	if it.Body != nil && len(*it.Body) > MaxResponseBodyBytes {
-		errs = append(errs, httpapi.FieldError{Field: prefix + ".body", Message: fmt.Sprintf("must have at most %d bytes", MaxResponseBodyBytes)})
 	}
 	return errs
 }
