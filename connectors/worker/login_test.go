@@ -23,6 +23,7 @@ const (
 	pnEmpty           = "199001010033"
 	pnTwoFactor       = "199001010058"
 	pnContactForm     = "199001010066"
+	pnEmailForm       = "199001010215"
 	pnInput           = "199001010074"
 	pnMismatch        = "199001010082"
 	pnNeverSigns      = "199001010108"
@@ -310,6 +311,18 @@ func TestSuppliedInputIsForwarded(t *testing.T) {
 			t.Fatalf("statuses %v, want %v", got, want)
 		}
 	})
+	t.Run("contact form that asks for the e-mail address alone", func(t *testing.T) {
+		id, started := e.start(insurer, mock, pnEmailForm)
+		e.handle(w, started)
+		e.waitFor(id, "CONTACT_FORM_PENDING", func(c *collection.Collection) bool { return c.Status() == sOther.ContactFormPending })
+		if form := e.changes(id)[1]; !slices.Equal(form.RequiredInputTypes, []string{collection.InputEmail}) {
+			t.Fatalf("REQUIRED_INPUT_TYPES %v, want EMAIL alone", form.RequiredInputTypes)
+		}
+		e.supply(id, email)
+		if c := e.waitFinal(id); c.Status() != collection.StatusCompleted {
+			t.Fatalf("status %s", c.Status())
+		}
+	})
 	t.Run("collection input", func(t *testing.T) {
 		id, started := e.start(insurer, mock, pnInput)
 		e.handle(w, started)
@@ -323,7 +336,7 @@ func TestSuppliedInputIsForwarded(t *testing.T) {
 			t.Fatalf("statuses %v, want %v", got, want)
 		}
 	})
-	noPersonalData(t, e, email.Value, phone.Value, pnContactForm, pnInput)
+	noPersonalData(t, e, email.Value, phone.Value, pnContactForm, pnEmailForm, pnInput)
 }
 
 // hooked wraps the HTTP adapter to provoke what the sandbox does not do by itself.

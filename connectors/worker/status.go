@@ -20,9 +20,9 @@ import (
 //	                                                       shown + 2 × EIDOrderTimeout
 //	LoginTwoFactorMethodSelection LOGIN                    deadline TWO_FACTOR_METHOD_SELECTION
 //	LoginTwoFactorPending         TWO_FACTOR_PENDING
-//	LoginContactFormRequired      CONTACT_FORM_PENDING     REQUIRED_INPUT_TYPES (EMAIL,
-//	                                                       MOBILE_PHONE_NUMBER), deadline
-//	                                                       CONTACT_FORM
+//	LoginContactFormRequired      CONTACT_FORM_PENDING     REQUIRED_INPUT_TYPES (as the
+//	                                                       company lists them, e.g. EMAIL
+//	                                                       alone), deadline CONTACT_FORM
 //	LoginInputRequired            COLLECTION_INPUT_PENDING REQUIRED_INPUT_TYPES, deadline
 //	                                                       COLLECTION_INPUT
 //	LoginAuthenticated            (person check) COLLECTING
@@ -87,10 +87,9 @@ func (s *session) target(c *collection.Collection, cs CompanySession, now time.T
 	case LoginAwaitingClient:
 		d.Message, d.Instructions = cs.Message, cs.Instructions
 	case LoginContactFormRequired:
-		d.Message, d.RequiredInputTypes = cs.Message, cs.RequiredInputTypes
-		if len(d.RequiredInputTypes) == 0 {
-			d.RequiredInputTypes = []string{collection.InputEmail, collection.InputMobilePhoneNumber}
-		}
+		// The kinds the company lists, EMAIL alone included; the domain's default when it lists
+		// none, recorded so that the poll shows what supplement-info will require.
+		d.Message, d.RequiredInputTypes = cs.Message, collection.RequiredInputs(to, cs.RequiredInputTypes)
 	case LoginInputRequired:
 		d.Message, d.RequiredInputTypes = cs.Message, cs.RequiredInputTypes
 	default:
