@@ -347,6 +347,13 @@ func TestLoginMethodSameDevice(t *testing.T) {
 		}
 		responses = append(responses, map[string]any{"requestId": in["requestId"], "status": resp.StatusCode, "headers": headers, "body": b.String()})
 	}
+	// A ResponseObject that lacks the response to an instruction is a 400 that names it, not a
+	// 202 followed by a failed collection; it changes nothing, so the whole one is taken after.
+	last := responses[len(responses)-1]["requestId"].(string)
+	code, raw := c.supplement(id, map[string]any{"responses": responses[:len(responses)-1]})
+	if code != http.StatusBadRequest || !strings.Contains(string(raw), last) {
+		t.Fatalf("responses without %s = %d %s, want a 400 naming it", last, code, raw)
+	}
 	// An unknown request id is tolerated; only the known ones count.
 	responses = append(responses, map[string]any{"requestId": "from-a-newer-app", "status": 200, "headers": map[string]string{}, "body": ""})
 	if code, raw := c.supplement(id, map[string]any{"responses": responses}); code != 202 {

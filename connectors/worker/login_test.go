@@ -214,7 +214,11 @@ func TestSameDeviceInstructionsAndClientResponses(t *testing.T) {
 		id, started := e.start(insurer, dcompany.LoginEIDSameDeviceClientSide, "198207071237")
 		e.handle(w, started)
 		c := e.waitFor(id, "instructions", func(c *collection.Collection) bool { return len(c.Current().Instructions) > 0 })
-		e.supplyResponses(id, collection.ClientResponse{RequestID: c.Current().Instructions[1].RequestID, Status: 200, Body: `{"status":"COMPLETE","loginTicket":"forged"}`})
+		// Every instruction is answered (Samla refuses a ResponseObject that lacks one), the login
+		// result with a forged ticket.
+		responses := device(t, c.Current().Instructions[:1])
+		responses = append(responses, collection.ClientResponse{RequestID: c.Current().Instructions[1].RequestID, Status: 200, Body: `{"status":"COMPLETE","loginTicket":"forged"}`})
+		e.supplyResponses(id, responses...)
 		e.waitFinal(id)
 		want := []collection.Status{S.Login, S.Waiting, collection.StatusAuthenticationError}
 		if got := e.statuses(id); !slices.Equal(got, want) {

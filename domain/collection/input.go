@@ -215,8 +215,13 @@ func (c *Collection) decideClientResponses(responses []ClientResponse, now time.
 			ids = append(ids, r.RequestID)
 		}
 	}
-	if len(errs) == 0 && len(kept) == 0 {
-		errs = append(errs, domain.FieldError{Field: "responses", Reason: "no response answers a pending instruction"})
+	// Every instruction is a step of the login: one left unanswered would only fail the login
+	// later, after a 202 told the client all was well.
+	for _, in := range c.current.instructions() {
+		if !slices.Contains(ids, in.RequestID) {
+			errs = append(errs, domain.FieldError{Field: "responses",
+				Reason: fmt.Sprintf("lacks a response to requestId %q, which the instructions require", in.RequestID)})
+		}
 	}
 	if len(errs) > 0 {
 		return InputSupplied{}, &domain.InvalidFieldsError{Fields: errs}

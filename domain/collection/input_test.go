@@ -3,6 +3,7 @@ package collection_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/samla/samla/domain"
@@ -114,6 +115,21 @@ func TestSupplyClientResponses(t *testing.T) {
 	t.Run("no instructions, no responses", func(t *testing.T) {
 		scenario(t).Given(pending(collection.StatusWaitingForUserAction, collection.StatusDetails{})...).
 			When(respond(ok)).ThenError(collection.ErrNotAwaitingInput)
+	})
+	t.Run("a response missing for an instruction is rejected, naming its requestId", func(t *testing.T) {
+		two := pending(collection.StatusWaitingForUserAction, collection.StatusDetails{Instructions: []collection.Instruction{
+			{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"},
+			{RequestID: "r2", Method: "GET", URL: "https://company.example/login"}}})
+		scenario(t).Given(two...).When(respond(ok)).ThenFieldError("responses")
+		var rejected *domain.InvalidFieldsError
+		c := collection.Kind.New()
+		if err := domain.Rehydrate(c, two...); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SupplyClientResponses([]collection.ClientResponse{ok}, t0); !errors.As(err, &rejected) ||
+			len(rejected.Fields) != 1 || !strings.Contains(rejected.Fields[0].Reason, `"r2"`) {
+			t.Fatalf("err = %v, want one field error naming r2", err)
+		}
 	})
 }
 
