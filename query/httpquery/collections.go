@@ -119,7 +119,7 @@ func (h *handlers) status(c *gin.Context) {
 	view.ExtraInformation = presenter.ExtraInformation(view, h.deps.Now())
 	// Polls must see the newest status; no cache may answer them.
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, presenter.CollectionStatus(string(httpapi.ServiceVersion(c)), market, view))
+	c.JSON(http.StatusOK, presenter.CollectionStatus(httpapi.ServiceVersion(c), market, view))
 }
 
 func (h *handlers) events(c *gin.Context) {

@@ -55,7 +55,7 @@ func (h *handlers) wealthData(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusOK, presenter.WealthData(string(httpapi.ServiceVersion(c)), data))
+	c.JSON(http.StatusOK, presenter.WealthData(httpapi.ServiceVersion(c), data))
 }
 
 // careerStatement serves the French pension-information company's career statement as the PDF

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/query"
 )
 
@@ -23,7 +24,7 @@ type StatusResponse struct {
 
 // CollectionStatus presents a status row for a client speaking version; market is the company's
 // (it decides some statuses on 2025-01-01), "" when the company is no longer in the catalog.
-func CollectionStatus(version, market string, v query.StatusView) StatusResponse {
+func CollectionStatus(version httpapi.Version, market string, v query.StatusView) StatusResponse {
 	aud := Audience{Version: version, Product: collection.Product(v.Product), Market: market}
 	extra := v.ExtraInformation
 	if extra == nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/query"
 )
 
@@ -15,7 +16,7 @@ func TestCollectionStatus(t *testing.T) {
 		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", Status: "AUTHENTICATION_TIMEOUT",
 		UpdatedAt: time.Date(2026, 5, 1, 14, 0, 0, 5e6, time.FixedZone("CEST", 2*3600)),
 	}
-	got := CollectionStatus(VersionStable, "se", v)
+	got := CollectionStatus(httpapi.V20250101, "se", v)
 	raw, _ := json.Marshal(got)
 	want := `{"collectionId":"c1","company":"se-demo-pension","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE",` +
 		`"status":"WAITING_FOR_AUTHENTICATION","extraInformation":{},"pollingInterval":1000,"updatedAt":"2026-05-01T12:00:00.005Z"}`
@@ -23,7 +24,7 @@ func TestCollectionStatus(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", raw, want)
 	}
 	v.ExtraInformation = map[string]any{"SWEDISH_MOBILE_EID_ANIMATED_QR_DATA": "bankid.x.1.ab"}
-	if got := CollectionStatus(VersionPreview, "se", v); got.Status != "AUTHENTICATION_TIMEOUT" || got.ExtraInformation["SWEDISH_MOBILE_EID_ANIMATED_QR_DATA"] != "bankid.x.1.ab" {
+	if got := CollectionStatus(httpapi.V20260401, "se", v); got.Status != "AUTHENTICATION_TIMEOUT" || got.ExtraInformation["SWEDISH_MOBILE_EID_ANIMATED_QR_DATA"] != "bankid.x.1.ab" {
 		t.Fatalf("preview = %+v", got)
 	}
 }

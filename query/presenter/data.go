@@ -2,6 +2,7 @@ package presenter
 
 import (
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/query"
 )
 
@@ -128,8 +129,8 @@ func InsuranceData(v query.DataView) InsuranceDataResponse {
 
 // WealthData presents a wealth collection's data for a client speaking version: a
 // WealthDataV20260401 from the preview on, a WealthDataV20250101 before it.
-func WealthData(version string, v query.DataView) any {
-	if version >= VersionPreview {
+func WealthData(version httpapi.Version, v query.DataView) any {
+	if version >= httpapi.V20260401 {
 		return WealthDataPreview(v)
 	}
 	return WealthDataStable(v)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/query"
 )
 
@@ -52,29 +53,30 @@ func TestWealthDataPerVersion(t *testing.T) {
 	noPersonal.PersonalInformation = nil
 	empty := query.DataView{CollectionID: "c2", Company: "se-demo-bank", Product: "WEALTH", Status: "COMPLETED_EMPTY"}
 	tests := []struct {
-		name, version string
-		view          query.DataView
-		want          string
+		name    string
+		version httpapi.Version
+		view    query.DataView
+		want    string
 	}{
-		{"stable: map, pensions and investments only", VersionStable, wealthView(),
+		{"stable: map, pensions and investments only", httpapi.V20250101, wealthView(),
 			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":{"ADDRESS_CITY":"Stockholm",` +
 				`"NAME":"Tolvan Tolvansson","PERSONAL_NUMBER":"191212121212"},` + pensions + `}`},
-		{"preview: typed object and every product", VersionPreview, wealthView(),
+		{"preview: typed object and every product", httpapi.V20260401, wealthView(),
 			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":{"personalNumber":"191212121212",` +
 				`"name":"Tolvan Tolvansson","address":{"city":"Stockholm"}},` + pensions +
 				`,"loans":[{"id":"L1","interestRate":0}],"savings":[{"id":"S1","balance":{"amount":25000,"currency":"SEK"}}],` +
 				`"psd2CheckingAccounts":[{"id":"A1","iban":"SE45"}],"psd2SavingsAccounts":[],` +
 				`"psd2CreditCards":[{"id":"C1","maskedPan":"**** 1234"}]}`},
-		{"stable without personal information: empty map", VersionStable, noPersonal,
+		{"stable without personal information: empty map", httpapi.V20250101, noPersonal,
 			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":{},` + pensions + `}`},
-		{"preview without personal information: null", VersionPreview, noPersonal,
+		{"preview without personal information: null", httpapi.V20260401, noPersonal,
 			`{"collectionId":"c1","company":"se-demo-pension","personalInformation":null,` + pensions +
 				`,"loans":[{"id":"L1","interestRate":0}],"savings":[{"id":"S1","balance":{"amount":25000,"currency":"SEK"}}],` +
 				`"psd2CheckingAccounts":[{"id":"A1","iban":"SE45"}],"psd2SavingsAccounts":[],` +
 				`"psd2CreditCards":[{"id":"C1","maskedPan":"**** 1234"}]}`},
-		{"stable with nothing collected: empty lists", VersionStable, empty,
+		{"stable with nothing collected: empty lists", httpapi.V20250101, empty,
 			`{"collectionId":"c2","company":"se-demo-bank","personalInformation":{},"pensions":[],"investments":[]}`},
-		{"preview with nothing collected: empty lists", VersionPreview, empty,
+		{"preview with nothing collected: empty lists", httpapi.V20260401, empty,
 			`{"collectionId":"c2","company":"se-demo-bank","personalInformation":null,"pensions":[],"investments":[],` +
 				`"loans":[],"savings":[],"psd2CheckingAccounts":[],"psd2SavingsAccounts":[],"psd2CreditCards":[]}`},
 		{"an older version than the stable one is presented as it", "2024-06-01", empty,
@@ -234,14 +236,14 @@ func TestCareerStatementInWealthData(t *testing.T) {
 	v.CareerStatement = &query.DocumentInfo{Kind: collection.DocumentFrenchCareerStatement, ContentType: "application/pdf", Size: 48213}
 	want := `"careerStatement":{"fileName":"career-statement.pdf","contentType":"application/pdf","sizeBytes":48213,` +
 		`"href":"/collections/0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a99/wealth/career-statement"}`
-	for name, body := range map[string]any{"2025-01-01": WealthData(VersionStable, v), "2026-04-01": WealthData(VersionPreview, v),
+	for name, body := range map[string]any{"2025-01-01": WealthData(httpapi.V20250101, v), "2026-04-01": WealthData(httpapi.V20260401, v),
 		"legacy": LegacyData(v)} {
 		if got := dataJSON(t, body); !strings.Contains(got, want) {
 			t.Errorf("%s: %s lacks %s", name, got, want)
 		}
 	}
 	v.CareerStatement = nil
-	for name, body := range map[string]any{"2025-01-01": WealthData(VersionStable, v), "2026-04-01": WealthData(VersionPreview, v),
+	for name, body := range map[string]any{"2025-01-01": WealthData(httpapi.V20250101, v), "2026-04-01": WealthData(httpapi.V20260401, v),
 		"legacy": LegacyData(v)} {
 		if got := dataJSON(t, body); strings.Contains(got, "careerStatement") {
 			t.Errorf("%s without a statement: %s", name, got)

@@ -6,19 +6,14 @@ import (
 	"strings"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/httpapi"
 )
 
-// Version dates the presenter distinguishes. Versions order as their dates do, so any version
-// before the preview is presented as the stable one.
-const (
-	VersionStable  = "2025-01-01"
-	VersionPreview = "2026-04-01"
-)
-
-// Audience is whom a status is presented to: the API version the client speaks, and the
+// Audience is whom a status is presented to: the API version the client speaks (versions order
+// as their dates do, so any version before the preview is presented as the stable one), and the
 // company's product and market, on which the spec makes some statuses depend.
 type Audience struct {
-	Version string
+	Version httpapi.Version
 	Product collection.Product
 	Market  string // ISO 3166 alpha-2, lower case
 }
@@ -36,7 +31,7 @@ const (
 )
 
 func (a Audience) column() column {
-	preview := a.Version >= VersionPreview
+	preview := a.Version >= httpapi.V20260401
 	switch {
 	case a.Product == collection.ProductWealth && preview:
 		return colWealthPreview

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/httpapi"
 )
 
 type (
@@ -12,10 +13,10 @@ type (
 )
 
 var (
-	ins25  = aud{Version: VersionStable, Product: collection.ProductInsurance, Market: "se"}
-	ins26  = aud{Version: VersionPreview, Product: collection.ProductInsurance, Market: "se"}
-	weal25 = aud{Version: VersionStable, Product: collection.ProductWealth, Market: "se"}
-	weal26 = aud{Version: VersionPreview, Product: collection.ProductWealth, Market: "se"}
+	ins25  = aud{Version: httpapi.V20250101, Product: collection.ProductInsurance, Market: "se"}
+	ins26  = aud{Version: httpapi.V20260401, Product: collection.ProductInsurance, Market: "se"}
+	weal25 = aud{Version: httpapi.V20250101, Product: collection.ProductWealth, Market: "se"}
+	weal26 = aud{Version: httpapi.V20260401, Product: collection.ProductWealth, Market: "se"}
 )
 
 // golden is the whole mapping for a Swedish company: status → as presented to
@@ -83,23 +84,23 @@ func TestStatusMappingMarketRules(t *testing.T) {
 		want st
 	}{
 		// 2025-01-01 reports an unsupported login method as REJECTED_INCORRECT_LOGIN_METHOD in the Baltics only.
-		{aud{VersionStable, collection.ProductInsurance, "ee"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
-		{aud{VersionStable, collection.ProductInsurance, "lt"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
-		{aud{VersionStable, collection.ProductInsurance, "LV"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
-		{aud{VersionStable, collection.ProductWealth, "ee"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
-		{aud{VersionStable, collection.ProductInsurance, "ee"}, "REJECTED_INCORRECT_LOGIN_METHOD", "REJECTED_INCORRECT_LOGIN_METHOD"},
-		{aud{VersionStable, collection.ProductInsurance, "fr"}, "LOGIN_METHOD_NOT_APPLICABLE", "FAILED"},
-		{aud{VersionStable, collection.ProductInsurance, ""}, "LOGIN_METHOD_NOT_APPLICABLE", "FAILED"},
-		{aud{VersionPreview, collection.ProductInsurance, "ee"}, "LOGIN_METHOD_NOT_APPLICABLE", "LOGIN_METHOD_NOT_APPLICABLE"},
-		{aud{VersionPreview, collection.ProductInsurance, "ee"}, "REJECTED_INCORRECT_LOGIN_METHOD", "LOGIN_METHOD_NOT_APPLICABLE"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, "ee"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, "lt"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, "LV"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
+		{aud{httpapi.V20250101, collection.ProductWealth, "ee"}, "LOGIN_METHOD_NOT_APPLICABLE", "REJECTED_INCORRECT_LOGIN_METHOD"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, "ee"}, "REJECTED_INCORRECT_LOGIN_METHOD", "REJECTED_INCORRECT_LOGIN_METHOD"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, "fr"}, "LOGIN_METHOD_NOT_APPLICABLE", "FAILED"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, ""}, "LOGIN_METHOD_NOT_APPLICABLE", "FAILED"},
+		{aud{httpapi.V20260401, collection.ProductInsurance, "ee"}, "LOGIN_METHOD_NOT_APPLICABLE", "LOGIN_METHOD_NOT_APPLICABLE"},
+		{aud{httpapi.V20260401, collection.ProductInsurance, "ee"}, "REJECTED_INCORRECT_LOGIN_METHOD", "LOGIN_METHOD_NOT_APPLICABLE"},
 		// Stable wealth shows the enrollment check for the French pension-information company only.
-		{aud{VersionStable, collection.ProductWealth, "fr"}, "CUSTOMER_ENROLLMENT_CHECK", "CUSTOMER_ENROLLMENT_CHECK"},
-		{aud{VersionStable, collection.ProductWealth, "se"}, "CUSTOMER_ENROLLMENT_CHECK", "LOGIN"},
-		{aud{VersionPreview, collection.ProductWealth, "fr"}, "CUSTOMER_ENROLLMENT_CHECK", "LOGIN"},
-		{aud{VersionStable, collection.ProductInsurance, "fr"}, "CUSTOMER_ENROLLMENT_CHECK", "CUSTOMER_ENROLLMENT_CHECK"},
+		{aud{httpapi.V20250101, collection.ProductWealth, "fr"}, "CUSTOMER_ENROLLMENT_CHECK", "CUSTOMER_ENROLLMENT_CHECK"},
+		{aud{httpapi.V20250101, collection.ProductWealth, "se"}, "CUSTOMER_ENROLLMENT_CHECK", "LOGIN"},
+		{aud{httpapi.V20260401, collection.ProductWealth, "fr"}, "CUSTOMER_ENROLLMENT_CHECK", "LOGIN"},
+		{aud{httpapi.V20250101, collection.ProductInsurance, "fr"}, "CUSTOMER_ENROLLMENT_CHECK", "CUSTOMER_ENROLLMENT_CHECK"},
 		// A version before the first known one is presented as the stable one; an unknown status passes.
 		{aud{"2024-06-01", collection.ProductInsurance, "se"}, "AUTHENTICATION_ERROR", "FAILED"},
-		{aud{VersionPreview, collection.ProductInsurance, "se"}, "SOMETHING_NEW", "SOMETHING_NEW"},
+		{aud{httpapi.V20260401, collection.ProductInsurance, "se"}, "SOMETHING_NEW", "SOMETHING_NEW"},
 	}
 	for _, tc := range cases {
 		if got := Status(tc.a, tc.in); got != tc.want {
@@ -150,7 +151,7 @@ func returnedBy(a aud) map[st]bool {
 
 func audiences() []aud {
 	var out []aud
-	for _, v := range []string{VersionStable, VersionPreview} {
+	for _, v := range httpapi.SupportedVersions() {
 		for _, p := range []collection.Product{collection.ProductInsurance, collection.ProductWealth} {
 			for _, m := range []string{"se", "ee", "lt", "lv", "fr", ""} {
 				out = append(out, aud{v, p, m})
