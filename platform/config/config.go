@@ -47,44 +47,32 @@ func (e *Env) String(name, def string) string {
 
 // Duration is the variable as a Go duration (90s, 2m), or def when it is not set.
 func (e *Env) Duration(name string, def time.Duration) time.Duration {
-	v, ok := e.lookup(name)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil {
-		e.bad(name, v, "a duration such as 500ms, 30s or 2m")
-		return def
-	}
-	return d
+	return parsed(e, name, def, time.ParseDuration, "a duration such as 500ms, 30s or 2m")
 }
 
 // Int is the variable as a decimal integer, or def when it is not set.
 func (e *Env) Int(name string, def int) int {
-	v, ok := e.lookup(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		e.bad(name, v, "an integer")
-		return def
-	}
-	return n
+	return parsed(e, name, def, strconv.Atoi, "an integer")
 }
 
 // Float is the variable as a decimal number, or def when it is not set.
 func (e *Env) Float(name string, def float64) float64 {
+	return parsed(e, name, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number")
+}
+
+// parsed is the variable parsed by parse, def when it is not set, and def with the value
+// remembered as malformed (want says what was expected) when it does not parse.
+func parsed[T any](e *Env, name string, def T, parse func(string) (T, error), want string) T {
 	v, ok := e.lookup(name)
 	if !ok {
 		return def
 	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	x, err := parse(strings.TrimSpace(v))
 	if err != nil {
-		e.bad(name, v, "a number")
+		e.bad(name, v, want)
 		return def
 	}
-	return f
+	return x
 }
 
 // Bool is the variable as a boolean (1/0, true/false, yes/no, on/off), or def when it is not set.
