@@ -1,5 +1,6 @@
 // Package retry is the one backoff schedule and the one context-aware sleep of every part that
-// retries: the Kafka consumer, the relay, the company client and the connector worker. It is
+// retries: the event store's subscription, the Kafka consumer, the relay, the company client and
+// the connector worker. It is
 // leaf plumbing and imports nothing of the project.
 package retry
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/retry"
 )
 
 // ErrClosed is returned by every call on a closed store.
@@ -39,10 +40,10 @@ const (
 	// unlimited is the read count for "all events". The wire field is a uint64, but the server
 	// keeps counts in a signed 64-bit integer.
 	unlimited = uint64(math.MaxInt64)
-	// Resubscription backs off between these bounds while the server stays unreachable.
-	minBackoff = 50 * time.Millisecond
-	maxBackoff = 5 * time.Second
 )
+
+// resubscribeBackoff is the wait between resubscriptions while the server stays unreachable.
+var resubscribeBackoff = retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
 
 // Store is an eventstore.Store on EventStoreDB. It is safe for concurrent use.
 type Store struct {
@@ -469,8 +470,7 @@ func (s *Store) readAllPage(ctx context.Context, after, count uint64, want int) 
 // delivered once, in order, across drops and server restarts.
 func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, eventschema.Envelope) error) error {
 	last := after
-	backoff := minBackoff
-	for {
+	for attempt := 1; ; attempt++ {
 		progressed, err := s.subscribeOnce(ctx, &last, handle)
 		var herr handlerError
 		switch {
@@ -484,14 +484,11 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(cont
 			return fmt.Errorf("esdb: subscribe to $all after %d: %w", last, err)
 		}
 		if progressed {
-			backoff = minBackoff
+			attempt = 1 // the failure is a fresh one
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err := retry.Sleep(ctx, resubscribeBackoff.Delay(attempt)); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
