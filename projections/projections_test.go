@@ -463,3 +463,30 @@ func TestRebuildRefusesAReaderThatDoesNotAdvance(t *testing.T) {
 		t.Fatal("Rebuild looped or accepted a non-advancing reader")
 	}
 }
+
+// The first audit history kept payloads in a file of its own; opening the read models deletes
+// it, so that its values do not stay on disk beside the new history.
+func TestOpeningTheSQLiteReadModelsRemovesTheHistoryThatKeptPayloads(t *testing.T) {
+	dataDir := t.TempDir()
+	dir := filepath.Join(dataDir, projections.SQLiteDir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"event_history.db", "event_history.db-wal", "event_history.db-shm"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("payloads"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := projections.OpenSQLiteReadModels(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	left, err := filepath.Glob(filepath.Join(dir, "event_history.*"))
+	if err != nil || len(left) != 0 {
+		t.Fatalf("the old history is still there: %v %v", left, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "event_history_v2.db")); err != nil {
+		t.Fatalf("the new history: %v", err)
+	}
+}

@@ -4,13 +4,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/samla/samla/command/clients"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/company"
 	"github.com/samla/samla/connectors/worker"
@@ -77,11 +78,12 @@ func (s *Service) workerID() (string, error) {
 		}
 	}
 	host, _ := os.Hostname()
-	key, err := clients.GenerateAPIKey("w") // 256 random bits; only a slice is needed
-	if err != nil {
-		return "", err
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return "", fmt.Errorf("worker id: %w", err)
 	}
-	id := "worker-" + host + "-" + key[len(key)-8:]
+	// The random part tells apart workers on hosts with the same name (containers).
+	id := "worker-" + host + "-" + hex.EncodeToString(suffix)
 	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -68,6 +69,12 @@ func (s *Service) registerRoutes(engine *gin.Engine) error {
 		key, err := fingerprintKey(s.cfg)
 		if err != nil {
 			return err
+		}
+		if s.cfg.FingerprintKeyFile == "" && !embeddedEventStore(s.cfg) {
+			// Replicas of the command role against one event store must share the key; one
+			// generated per data dir is right only while this is the only replica.
+			s.log.Warn("idempotency fingerprints use a key generated into this data dir; give every command replica the same --fingerprint-key-file",
+				"key_file", filepath.Join(s.cfg.DataDir, FingerprintKeyFile))
 		}
 		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind), nil)
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key})

@@ -79,7 +79,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.DurationVar(&c.StaleClaimAfter, "stale-claim-after", env.Duration("SAMLA_STALE_CLAIM_AFTER", worker.DefaultStaleClaimAfter), "another worker may take over a collection whose worker recorded nothing for this long [SAMLA_STALE_CLAIM_AFTER]")
 	fs.DurationVar(&c.MockSignDelay, "mock-sign-delay", env.Duration("SAMLA_MOCK_SIGN_DELAY", time.Second), "how long the simulated user of the MOCK login method takes to sign [SAMLA_MOCK_SIGN_DELAY]")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.Duration("SAMLA_SHUTDOWN_TIMEOUT", 15*time.Second), "graceful shutdown limit [SAMLA_SHUTDOWN_TIMEOUT]")
-	fs.IntVar(&c.KafkaPartitions, "kafka-partitions", env.Int("SAMLA_KAFKA_PARTITIONS", 8), "partitions of each event topic when created [SAMLA_KAFKA_PARTITIONS]")
+	fs.IntVar(&c.KafkaPartitions, "kafka-partitions", env.Int("SAMLA_KAFKA_PARTITIONS", 8), "partitions of each event topic when created on a Kafka cluster (the embedded broker has its own) [SAMLA_KAFKA_PARTITIONS]")
 	fs.DurationVar(&c.ConnectorSweep, "connector-sweep", env.Duration("SAMLA_CONNECTOR_SWEEP", worker.DefaultSweepInterval), "how often a connector looks for non-final collections nobody drives [SAMLA_CONNECTOR_SWEEP]")
 	fs.DurationVar(&c.CompanyPoll, "company-poll", env.Duration("SAMLA_COMPANY_POLL", worker.DefaultPollInterval), "wait between a connector's polls of a company login [SAMLA_COMPANY_POLL]")
 	fs.IntVar(&c.MaxSessions, "max-sessions", env.Int("SAMLA_MAX_SESSIONS", worker.DefaultMaxSessions), "company sessions one connector drives at once [SAMLA_MAX_SESSIONS]")

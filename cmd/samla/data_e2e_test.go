@@ -77,14 +77,16 @@ func TestInsuranceData(t *testing.T) {
 func TestPensionsOtherInsuredPerson(t *testing.T) {
 	t.Parallel()
 	c := personaService(t)
-	with := map[string]any{"P1": false, "P2": false, "P3": false, "P4": true, "P5": true, "P6": true}
-	without := map[string]any{"P1": nil, "P2": nil, "P3": nil, "P4": nil, "P5": nil, "P6": true}
+	// P7 (TØLVAN TOLVANSSØN) is the owner once diacritics are ignored, as the spec's rule says.
+	with := map[string]any{"P1": false, "P2": false, "P3": false, "P4": true, "P5": true, "P6": true, "P7": false}
+	without := map[string]any{"P1": nil, "P2": nil, "P3": nil, "P4": nil, "P5": nil, "P6": true, "P7": nil}
 	for _, tc := range []struct {
 		version, owner string
 		want           map[string]any
 	}{
 		{"2026-04-01", "Tolvan Tolvansson", with},
 		{"2025-01-01", "Tolvan Tolvansson", with},
+		{"2026-04-01", "Tølvan Tolvanssön", with}, // the owner's name with diacritics of its own
 		{"2026-04-01", "", without},
 	} {
 		id := c.completed(collectionRequest{version: tc.version, company: "se-demo-pension", pn: "191212121212", ownerName: tc.owner})
@@ -96,6 +98,9 @@ func TestPensionsOtherInsuredPerson(t *testing.T) {
 		for _, raw := range out["pensions"].([]any) {
 			p := raw.(map[string]any)
 			got[p["id"].(string)] = p["otherInsuredPerson"]
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%s owner %q: pensions %v, want %d", tc.version, tc.owner, got, len(tc.want))
 		}
 		for pension, want := range tc.want {
 			if got[pension] != want {

@@ -119,5 +119,8 @@ func TestPDFUploadWithoutDocumentIsRefusedOnBothVersions(t *testing.T) {
 	if !hasField(p, "parameters") {
 		t.Fatalf("errors = %+v", p.Errors)
 	}
-	problemOf(t, e.post(t, req{body: v1PDFBody("PDF_UPLOAD", "")}), http.StatusBadRequest, httpapi.CodeValidationFailed)
+	p = problemOf(t, e.post(t, req{body: v1PDFBody("PDF_UPLOAD", "")}), http.StatusBadRequest, httpapi.CodeValidationFailed)
+	if !hasField(p, "input.PDF_DOCUMENT") {
+		t.Fatalf("errors = %+v", p.Errors)
+	}
 }

@@ -21,39 +21,11 @@ func TestClickHouseStore(t *testing.T) {
 // numbers, balances, file names and request hashes. Opening a store on a database that has it
 // drops it, so that no old payload is served or kept; the new projection refills the history.
 const (
-	legacyPayload = `{"requestHash":"9f2c","insuranceNumber":"H-123"}`
-	sqliteLegacy  = `CREATE TABLE event_history (stream TEXT NOT NULL, revision INTEGER NOT NULL, tenant TEXT NOT NULL,
-	position INTEGER NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL, schema_version INTEGER NOT NULL,
-	occurred_at_ms INTEGER NOT NULL, correlation_id TEXT NOT NULL, causation_id TEXT NOT NULL, actor TEXT NOT NULL,
-	payload TEXT NOT NULL, PRIMARY KEY (stream, revision))`
-	sqliteLegacyRow = `INSERT INTO event_history VALUES ('collection-c1', 0, 'acme', 1, 'e1', 'collection.started', 2, 1000,
-	'', '', '', '` + legacyPayload + `')`
+	legacyPayload    = `{"requestHash":"9f2c","insuranceNumber":"H-123"}`
 	clickhouseLegacy = `CREATE TABLE event_history (tenant String, stream String, revision UInt64, position UInt64,
 	event_id String, type String, schema_version UInt32, occurred_at_ms UInt64, correlation_id String,
 	causation_id String, actor String, payload String) ENGINE = ReplacingMergeTree ORDER BY (stream, revision)`
 )
-
-func TestSQLiteDropsTheTableThatKeptPayloads(t *testing.T) {
-	db := readdbtest.SQLite(t)
-	ctx := readdbtest.Context(t)
-	for _, q := range []string{sqliteLegacy, sqliteLegacyRow} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := eventhistory.NewSQLite(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'event_history'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("event_history still exists (%d, %v)", n, err)
-	}
-	if rows, err := s.List(ctx, "acme", "collection-c1", nil, 0); err != nil || len(rows) != 0 {
-		t.Fatalf("the new history serves %v, %v", rows, err)
-	}
-}
 
 func TestClickHouseDropsTheTableThatKeptPayloads(t *testing.T) {
 	conn := readdbtest.ClickHouse(t)

@@ -27,8 +27,7 @@ CREATE TABLE IF NOT EXISTS event_history_v2 (
 	actor          TEXT    NOT NULL,
 	summary        TEXT    NOT NULL,
 	PRIMARY KEY (stream, revision)
-);
-DROP TABLE IF EXISTS ` + legacyTable + `;`
+);`
 
 const sqliteColumns = `stream, revision, tenant, position, event_id, type, schema_version,
 	occurred_at_ms, correlation_id, causation_id, actor, summary`
@@ -47,8 +46,9 @@ type SQLiteStore struct {
 
 var _ Store = (*SQLiteStore)(nil)
 
-// NewSQLite creates the history table in db when missing (dropping the first table, which kept
-// payloads), prepares its read and returns the store. The caller keeps ownership of db and closes
+// NewSQLite creates the history table in db when missing, prepares its read and returns the
+// store. (The first history, which kept payloads, lived in a file of its own, which
+// projections.OpenSQLiteReadModels removes.) The caller keeps ownership of db and closes
 // the store before it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
