@@ -69,8 +69,8 @@ func mapInsurances(in []wireInsurance) (insurances []collection.Insurance, holde
 			typ = "OTHER"
 		}
 		ins := collection.Insurance{
-			ID: w.ID, InsuranceType: typ, InsuranceNumber: nonEmpty(w.PolicyNumber), DisplayName: nonEmpty(w.Name),
-			RenewalDate: nonEmpty(w.RenewalDate), StartDate: nonEmpty(w.StartDate),
+			ID: w.ID, InsuranceType: typ, InsuranceNumber: collection.Known(w.PolicyNumber), DisplayName: collection.Known(w.Name),
+			RenewalDate: collection.Known(w.RenewalDate), StartDate: collection.Known(w.StartDate),
 		}
 		if p := w.Premium; p != nil && p.Amount != nil {
 			amount := *p.Amount
@@ -94,12 +94,4 @@ func mapInsurances(in []wireInsurance) (insurances []collection.Insurance, holde
 		insurances = append(insurances, ins)
 	}
 	return insurances, holderNames
-}
-
-func nonEmpty(s *string) *string {
-	if s == nil || *s == "" {
-		return nil
-	}
-	v := *s
-	return &v
 }

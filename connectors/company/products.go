@@ -140,8 +140,8 @@ func mapPensions(in []wirePension) []collection.CompanyPension {
 	out := make([]collection.CompanyPension, 0, len(in))
 	for _, w := range in {
 		p := collection.CompanyPension{Pension: collection.Pension{
-			ID: w.ID, Name: nonEmpty(w.Name), PensionType: nonEmpty(w.PensionType), PolicyNumber: nonEmpty(w.PolicyNumber),
-			Value: money(w.Value), MonthlyPayout: money(w.MonthlyPayout), PayoutStartDate: nonEmpty(w.PayoutStartDate),
+			ID: w.ID, Name: collection.Known(w.Name), PensionType: collection.Known(w.PensionType), PolicyNumber: collection.Known(w.PolicyNumber),
+			Value: money(w.Value), MonthlyPayout: money(w.MonthlyPayout), PayoutStartDate: collection.Known(w.PayoutStartDate),
 		}}
 		// The company's own conclusion wins (the spec's rule 1); the domain decides the rest.
 		if w.OtherInsuredPerson != nil {
@@ -159,10 +159,10 @@ func mapPensions(in []wirePension) []collection.CompanyPension {
 func mapInvestments(in []wireInvestment) []collection.Investment {
 	out := make([]collection.Investment, 0, len(in))
 	for _, w := range in {
-		inv := collection.Investment{ID: w.ID, Name: nonEmpty(w.Name), InvestmentType: nonEmpty(w.AccountType),
-			AccountNumber: nonEmpty(w.AccountNumber), Value: money(w.Value)}
+		inv := collection.Investment{ID: w.ID, Name: collection.Known(w.Name), InvestmentType: collection.Known(w.AccountType),
+			AccountNumber: collection.Known(w.AccountNumber), Value: money(w.Value)}
 		for _, h := range w.Holdings {
-			inv.Holdings = append(inv.Holdings, collection.Holding{Name: h.Name, ISIN: nonEmpty(h.ISIN), Quantity: copyFloat(h.Quantity), Value: money(h.Value)})
+			inv.Holdings = append(inv.Holdings, collection.Holding{Name: h.Name, ISIN: collection.Known(h.ISIN), Quantity: copyFloat(h.Quantity), Value: money(h.Value)})
 		}
 		out = append(out, inv)
 	}
@@ -186,10 +186,10 @@ func balance(bs []wirePSD2Balance, kinds ...string) (*collection.Money, error) {
 func mapAccounts(in []wireAccount) (checking, savings []collection.PSD2Account, err error) {
 	checking, savings = []collection.PSD2Account{}, []collection.PSD2Account{}
 	for _, w := range in {
-		a := collection.PSD2Account{ID: w.ResourceID, Name: nonEmpty(w.Name), IBAN: nonEmpty(w.IBAN), BBAN: nonEmpty(w.BBAN),
-			Currency: nonEmpty(&w.Currency)}
+		a := collection.PSD2Account{ID: w.ResourceID, Name: collection.Known(w.Name), IBAN: collection.Known(w.IBAN), BBAN: collection.Known(w.BBAN),
+			Currency: collection.Known(&w.Currency)}
 		if a.Name == nil {
-			a.Name = nonEmpty(w.Product)
+			a.Name = collection.Known(w.Product)
 		}
 		if a.Balance, err = balance(w.Balances, "closingBooked", "interimBooked"); err != nil {
 			return nil, nil, err
@@ -209,10 +209,10 @@ func mapAccounts(in []wireAccount) (checking, savings []collection.PSD2Account, 
 func mapCards(in []wireCard) ([]collection.PSD2CreditCard, error) {
 	out := make([]collection.PSD2CreditCard, 0, len(in))
 	for _, w := range in {
-		c := collection.PSD2CreditCard{ID: w.ResourceID, Name: nonEmpty(w.Name), MaskedPAN: nonEmpty(w.MaskedPan),
-			Currency: nonEmpty(&w.Currency)}
+		c := collection.PSD2CreditCard{ID: w.ResourceID, Name: collection.Known(w.Name), MaskedPAN: collection.Known(w.MaskedPan),
+			Currency: collection.Known(&w.Currency)}
 		if c.Name == nil {
-			c.Name = nonEmpty(w.Product)
+			c.Name = collection.Known(w.Product)
 		}
 		var err error
 		if c.Balance, err = balance(w.Balances, "interimBooked", "closingBooked"); err != nil {
@@ -229,7 +229,7 @@ func mapCards(in []wireCard) ([]collection.PSD2CreditCard, error) {
 func mapLoans(in []wireLoan) []collection.Loan {
 	out := make([]collection.Loan, 0, len(in))
 	for _, w := range in {
-		out = append(out, collection.Loan{ID: w.ID, Name: nonEmpty(w.Name), LoanType: nonEmpty(w.LoanType),
+		out = append(out, collection.Loan{ID: w.ID, Name: collection.Known(w.Name), LoanType: collection.Known(w.LoanType),
 			Outstanding: money(w.Outstanding), InterestRate: copyFloat(w.InterestRate), MonthlyPayment: money(w.MonthlyPayment)})
 	}
 	return out
@@ -238,7 +238,7 @@ func mapLoans(in []wireLoan) []collection.Loan {
 func mapSavings(in []wireSaving) []collection.Saving {
 	out := make([]collection.Saving, 0, len(in))
 	for _, w := range in {
-		out = append(out, collection.Saving{ID: w.ID, Name: nonEmpty(w.Name), Balance: money(w.Balance), InterestRate: copyFloat(w.InterestRate)})
+		out = append(out, collection.Saving{ID: w.ID, Name: collection.Known(w.Name), Balance: money(w.Balance), InterestRate: copyFloat(w.InterestRate)})
 	}
 	return out
 }
@@ -247,18 +247,12 @@ func mapPersonalInformation(w *wirePersonalInformation) *collection.PersonalInfo
 	if w == nil {
 		return nil
 	}
-	p := &collection.PersonalInformation{PersonalNumber: nonEmpty(w.PersonalNumber), Name: nonEmpty(w.Name),
-		FirstName: nonEmpty(w.FirstName), LastName: nonEmpty(w.LastName), Email: nonEmpty(w.Email), PhoneNumber: nonEmpty(w.PhoneNumber)}
+	p := &collection.PersonalInformation{PersonalNumber: w.PersonalNumber, Name: w.Name,
+		FirstName: w.FirstName, LastName: w.LastName, Email: w.Email, PhoneNumber: w.PhoneNumber}
 	if a := w.Address; a != nil {
-		addr := &collection.Address{Street: nonEmpty(a.Street), PostalCode: nonEmpty(a.PostalCode), City: nonEmpty(a.City), Country: nonEmpty(a.Country)}
-		if *addr != (collection.Address{}) {
-			p.Address = addr
-		}
+		p.Address = &collection.Address{Street: a.Street, PostalCode: a.PostalCode, City: a.City, Country: a.Country}
 	}
-	if *p == (collection.PersonalInformation{}) {
-		return nil
-	}
-	return p
+	return p.Known()
 }
 
 func copyFloat(f *float64) *float64 {

@@ -98,8 +98,8 @@ type InsurancesCollected struct {
 	Personal    *InsurancesPersons `json:"personal,omitempty"`
 }
 
-// Insurance is one insurance as the company reported it. Pointers are unknown when nil: a missing
-// data point is never 0 or "".
+// Insurance is one insurance as the company reported it. Pointers are unknown when nil, and so is
+// an empty InsuranceType: a missing data point is never 0 or "" (see Known).
 type Insurance struct {
 	ID               string   `json:"id"`
 	InsuranceType    string   `json:"insuranceType,omitempty"` // "" is unknown, left out

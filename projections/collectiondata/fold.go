@@ -72,45 +72,40 @@ func mergeNames(have, names map[string]string) map[string]string {
 }
 
 // mergePersonalInformation takes every data point the newer report knows and keeps the older
-// report's others. An empty string is unknown like nil (events recorded before the companies'
-// adapters dropped such values carry them): it neither replaces a known value nor counts as one,
-// and personal information with nothing known stays nil.
+// report's others that are known (collection.PersonalInformation.Known says what is: an empty
+// string is not). Personal information with nothing known stays nil.
 func mergePersonalInformation(have, next *collection.PersonalInformation) *collection.PersonalInformation {
+	next = next.Known()
 	if next == nil {
 		return have
 	}
 	out := collection.PersonalInformation{}
-	if have != nil {
-		out = *have
+	if known := have.Known(); known != nil {
+		out = *known
 	}
-	pick(&out.PersonalNumber, next.PersonalNumber)
-	pick(&out.Name, next.Name)
-	pick(&out.FirstName, next.FirstName)
-	pick(&out.LastName, next.LastName)
-	pick(&out.Email, next.Email)
-	pick(&out.PhoneNumber, next.PhoneNumber)
+	overlay(&out.PersonalNumber, next.PersonalNumber)
+	overlay(&out.Name, next.Name)
+	overlay(&out.FirstName, next.FirstName)
+	overlay(&out.LastName, next.LastName)
+	overlay(&out.Email, next.Email)
+	overlay(&out.PhoneNumber, next.PhoneNumber)
 	if next.Address != nil {
 		addr := collection.Address{}
 		if out.Address != nil {
 			addr = *out.Address
 		}
-		pick(&addr.Street, next.Address.Street)
-		pick(&addr.PostalCode, next.Address.PostalCode)
-		pick(&addr.City, next.Address.City)
-		pick(&addr.Country, next.Address.Country)
-		if addr != (collection.Address{}) {
-			out.Address = &addr
-		}
-	}
-	if out == (collection.PersonalInformation{}) {
-		return nil
+		overlay(&addr.Street, next.Address.Street)
+		overlay(&addr.PostalCode, next.Address.PostalCode)
+		overlay(&addr.City, next.Address.City)
+		overlay(&addr.Country, next.Address.Country)
+		out.Address = &addr
 	}
 	return &out
 }
 
-// pick sets *dst to v when v is known: neither nil nor "".
-func pick(dst **string, v *string) {
-	if v != nil && *v != "" {
+// overlay sets *dst to v when the newer report mentions v.
+func overlay(dst **string, v *string) {
+	if v != nil {
 		*dst = v
 	}
 }

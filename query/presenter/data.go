@@ -146,10 +146,11 @@ func WealthDataStable(v query.DataView) WealthDataV20250101 {
 	}
 }
 
-// WealthDataPreview presents wealth data in the 2026-04-01 shape.
+// WealthDataPreview presents wealth data in the 2026-04-01 shape; personal information shows
+// only what is known, and is null when nothing is.
 func WealthDataPreview(v query.DataView) WealthDataV20260401 {
 	return WealthDataV20260401{
-		CollectionID: v.CollectionID, Company: v.Company, PersonalInformation: KnownPersonalInformation(v.PersonalInformation),
+		CollectionID: v.CollectionID, Company: v.Company, PersonalInformation: v.PersonalInformation.Known(),
 		Pensions: list(v.Pensions), Investments: list(v.Investments), Loans: list(v.Loans), Savings: list(v.Savings),
 		Psd2CheckingAccounts: list(v.CheckingAccounts), Psd2SavingsAccounts: list(v.SavingsAccounts),
 		Psd2CreditCards: list(v.CreditCards), CareerStatement: careerStatement(v),
@@ -169,41 +170,11 @@ func LegacyData(v query.DataView) any {
 		Insurances: list(v.Insurances)}
 }
 
-// KnownPersonalInformation is p with only its known values: an empty string is unknown, an
-// address with nothing known is absent, and personal information with nothing known is nil
-// (null on 2026-04-01).
-func KnownPersonalInformation(p *collection.PersonalInformation) *collection.PersonalInformation {
-	if p == nil {
-		return nil
-	}
-	out := collection.PersonalInformation{PersonalNumber: known(p.PersonalNumber), Name: known(p.Name),
-		FirstName: known(p.FirstName), LastName: known(p.LastName), Email: known(p.Email), PhoneNumber: known(p.PhoneNumber)}
-	if a := p.Address; a != nil {
-		addr := collection.Address{Street: known(a.Street), PostalCode: known(a.PostalCode), City: known(a.City),
-			Country: known(a.Country)}
-		if addr != (collection.Address{}) {
-			out.Address = &addr
-		}
-	}
-	if out == (collection.PersonalInformation{}) {
-		return nil
-	}
-	return &out
-}
-
-// known is v when it is known: nil for nil and for "".
-func known(v *string) *string {
-	if v == nil || *v == "" {
-		return nil
-	}
-	return v
-}
-
 // PersonalInformationMap is the 2025-01-01 key-value form of personal information: only the
 // known values, under the PersonalKey… keys; an empty map when nothing is known.
 func PersonalInformationMap(p *collection.PersonalInformation) map[string]string {
 	out := map[string]string{}
-	p = KnownPersonalInformation(p)
+	p = p.Known()
 	if p == nil {
 		return out
 	}
