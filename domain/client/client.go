@@ -58,9 +58,13 @@ func HashAPIKey(key string) string {
 
 var clientIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
 
+// root lets Client embed domain.Root under an unexported name: its methods are promoted and
+// Client is a domain.Aggregate, but no other package can reach (or overwrite) the field.
+type root = domain.Root
+
 // Client is the aggregate. Its commands decide, then record their events, which Apply folds.
 type Client struct {
-	domain.Root
+	root
 	id      string
 	name    string
 	sandbox bool
@@ -86,15 +90,6 @@ func (c *Client) ActiveKeyHashes() []string {
 		}
 	}
 	return out
-}
-
-// Rehydrate folds stored events into a new aggregate.
-func Rehydrate(events []domain.Event) (*Client, error) {
-	c := Kind.New()
-	if err := domain.Rehydrate(c, events...); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // Apply folds one event; domain.Record and domain.Rehydrate call it.

@@ -37,7 +37,10 @@ func TestClient(t *testing.T) {
 		issued := client.APIKeyIssued{KeyID: "k1", KeyHash: client.HashAPIKey(key), IssuedAt: t0}
 		sc(t).Given(registered, issued).When(func(c *client.Client) error { return c.RevokeAPIKey("k1", t0) }).
 			Then(client.APIKeyRevoked{KeyID: "k1", RevokedAt: t0})
-		c, _ := client.Rehydrate([]domain.Event{registered, issued, client.APIKeyRevoked{KeyID: "k1", RevokedAt: t0}})
+		c := client.Kind.New()
+		if err := domain.Rehydrate(c, registered, issued, client.APIKeyRevoked{KeyID: "k1", RevokedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
 		if len(c.ActiveKeyHashes()) != 0 {
 			t.Fatal("a revoked key is still active")
 		}

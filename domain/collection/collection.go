@@ -38,10 +38,14 @@ const (
 	FieldPDF          = "pdf"
 )
 
+// root lets Collection embed domain.Root under an unexported name: its methods are promoted and
+// Collection is a domain.Aggregate, but no other package can reach (or overwrite) the field.
+type root = domain.Root
+
 // Collection is the aggregate, rebuilt by folding its events. Fields are unexported so that state
 // changes only through events: its commands decide, then record their events, which Apply folds.
 type Collection struct {
-	domain.Root
+	root
 	id          string
 	clientID    string
 	company     string
@@ -101,15 +105,6 @@ func (c *Collection) SuppliedInput() *InputSupplied { return c.supplied }
 // Exists reports whether the collection has been started (Version, from domain.Root, counts
 // its events).
 func (c *Collection) Exists() bool { return c.Version() > 0 }
-
-// Rehydrate folds stored events into a new aggregate.
-func Rehydrate(events []domain.Event) (*Collection, error) {
-	c := Kind.New()
-	if err := domain.Rehydrate(c, events...); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
 
 // Apply folds one event; domain.Record and domain.Rehydrate call it. It never validates business
 // rules (those ran when the event was decided); it only refuses events that cannot belong to a

@@ -26,6 +26,16 @@ func started() collection.Started {
 		Personal: &collection.StartedPerson{PersonalNumber: "199001010017"}}
 }
 
+// rehydrate folds stored events into a new collection, as the repository loads one.
+func rehydrate(t *testing.T, events ...domain.Event) *collection.Collection {
+	t.Helper()
+	c := collection.Kind.New()
+	if err := domain.Rehydrate(c, events...); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func changed(from, to collection.Status) collection.StatusChanged {
 	return collection.StatusChanged{From: from, To: to, ChangedAt: t0}
 }

@@ -48,10 +48,7 @@ func TestInstructionsAreRecordedAsPersonalData(t *testing.T) {
 		}
 	})
 	t.Run("the aggregate reads them back", func(t *testing.T) {
-		c, err := collection.Rehydrate(append(login, recorded))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := rehydrate(t, append(login, recorded)...)
 		if !reflect.DeepEqual(c.Current().Instructions, instructions) || !c.AwaitsClientResponses() {
 			t.Fatalf("current instructions %+v, awaits responses %v", c.Current().Instructions, c.AwaitsClientResponses())
 		}
@@ -89,11 +86,8 @@ func TestInstructionsAreRecordedAsPersonalData(t *testing.T) {
 				Personal: &collection.StatusPersonal{QRStartSecret: "qr-secret", Instructions: instructions[:1]}})
 	})
 	t.Run("a later status drops them", func(t *testing.T) {
-		c, err := collection.Rehydrate(append(login, recorded,
-			changed(collection.StatusWaitingForUserAction, collection.StatusCollecting)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := rehydrate(t, append(login, recorded,
+			changed(collection.StatusWaitingForUserAction, collection.StatusCollecting))...)
 		if c.Current().Instructions != nil || c.AwaitsClientResponses() {
 			t.Fatalf("instructions %+v after the status moved on", c.Current().Instructions)
 		}

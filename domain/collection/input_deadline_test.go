@@ -59,11 +59,8 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 		})
 	}
 	t.Run("the refusal says the deadline passed", func(t *testing.T) {
-		c, err := collection.Rehydrate(inputPending)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = c.SupplyInput([]collection.Input{email}, due)
+		c := rehydrate(t, inputPending...)
+		err := c.SupplyInput([]collection.Input{email}, due)
 		if err == nil || !strings.Contains(err.Error(), "deadline passed") {
 			t.Fatalf("error %v does not say the deadline passed", err)
 		}

@@ -73,7 +73,7 @@ func TestSupplyInput(t *testing.T) {
 		scenario(t).Given(emailForm...).When(supply(email, phone)).ThenError(domain.ErrInvalid)
 	})
 	t.Run("a rejection names the fields", func(t *testing.T) {
-		c, _ := collection.Rehydrate(inputPending)
+		c := rehydrate(t, inputPending...)
 		err := c.SupplyInput([]collection.Input{{Type: "EMAIL", Value: "x"}}, t0)
 		var rejected *domain.InvalidFieldsError
 		if !errors.As(err, &rejected) || rejected.Fields[0].Field != "inputs[0].value" {
@@ -188,10 +188,7 @@ func TestSupplyInputIdempotency(t *testing.T) {
 	})
 	t.Run("a retry after the status moved on still gets the first answer", func(t *testing.T) {
 		history := append(append(given, supplied), changed(collection.StatusContactFormPending, collection.StatusCollecting))
-		c, err := collection.Rehydrate(history)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := rehydrate(t, history...)
 		if c.SuppliedInput() != nil {
 			t.Fatal("the aggregate still holds the input after the status moved on")
 		}

@@ -43,7 +43,7 @@ func TestRecordWealthDecidesOtherInsuredPerson(t *testing.T) {
 func TestDocuments(t *testing.T) {
 	pdf := []byte("%PDF-1.4 letter")
 	t.Run("a PDF upload is recorded with the start", func(t *testing.T) {
-		c, _ := collection.Rehydrate(nil)
+		c := collection.Kind.New()
 		err := c.Start(collection.StartRequest{CollectionID: "c1", ClientID: "acme", Company: insurer,
 			LoginMethod: "PDF_UPLOAD", RequestHash: "h", PDF: &collection.UploadedPDF{DocumentID: "d1", FileName: "l.pdf", Content: pdf}}, t0)
 		events := c.Recorded()

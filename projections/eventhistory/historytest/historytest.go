@@ -433,12 +433,12 @@ func testProjectorKeepsInstructionsOut(t *testing.T, s eventhistory.Store) {
 	p := eventhistory.NewProjector(log.Registry(), s)
 	// The event as the domain decides it today.
 	current := collection.StreamName("c-v2")
-	agg, err := collection.Rehydrate([]domain.Event{
+	agg := collection.Kind.New()
+	if err := domain.Rehydrate(agg,
 		collection.Started{CollectionID: "c-v2", ClientID: "acme", Company: "se-demo-insurer", Product: collection.ProductInsurance,
 			LoginMethod: "SWEDISH_MOBILE_EID_SAME_DEVICE_CLIENT_SIDE", APIVersion: "2026-04-01", StartedAt: base},
 		collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: base},
-	})
-	if err != nil {
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := agg.ChangeStatusWith(collection.StatusWaitingForUserAction,
