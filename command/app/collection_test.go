@@ -49,10 +49,19 @@ func (f *fixture) serviceOn(store repository.Store, now func() time.Time) *app.C
 	return app.NewCollectionService(sandbox.Catalog(), repo, now)
 }
 
+// personalNumber parses a test persona's number, which is valid.
+func personalNumber(s string) personnummer.Number {
+	n, err := personnummer.Parse(s, testNow)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
 func startCmd() app.StartCollection {
 	return app.StartCollection{
 		Tenant: "acme", APIVersion: "2026-04-01", Company: "se-demo-insurer",
-		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", PersonalNumber: personnummer.MustParse("19900101-0017", testNow),
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", PersonalNumber: personalNumber("19900101-0017"),
 		AccountOwnerName: "Tolvan Tolvansson", RequestHash: "hash-1", CorrelationID: "corr-1", RequestID: "req-1",
 	}
 }

@@ -50,9 +50,6 @@ func New(t *testing.T, now time.Time) *Scenario {
 // Store is the scenario's event store.
 func (s *Scenario) Store() *memstore.Store { return s.store }
 
-// Registry is the event registry the scenario encodes and decodes with.
-func (s *Scenario) Registry() *eventschema.Registry { return s.registry }
-
 // Clock is the scenario's clock: it always says the now given to New.
 func (s *Scenario) Clock() func() time.Time { return func() time.Time { return s.now } }
 

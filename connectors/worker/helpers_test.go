@@ -173,7 +173,11 @@ func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
 		APIVersion: "2026-04-01", AccountOwnerName: o.accountOwnerName, RequestHash: "h",
 	}
 	if o.personalNumber != "" {
-		req.PersonalNumber = personnummer.MustParse(o.personalNumber, o.at)
+		n, err := personnummer.Parse(o.personalNumber, o.at)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		req.PersonalNumber = n
 	}
 	if o.pdf != nil {
 		req.PDF = &collection.UploadedPDF{DocumentID: uuid.NewString(), FileName: "letter.pdf", Content: o.pdf}
@@ -280,21 +284,24 @@ func (e *env) claims(id string) []string {
 }
 
 // nonFinal is the ActiveCollections a status read model would give, read from the store.
-func (e *env) nonFinal() worker.ActiveCollections {
-	return worker.ActiveCollectionsFunc(func(ctx context.Context, limit int) ([]string, error) {
-		var ids []string
-		for _, s := range e.store.Streams() {
-			id := s[len(collection.StreamPrefix):]
-			c, err := e.repo.Load(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			if !c.Status().IsFinal() && len(ids) < limit {
-				ids = append(ids, id)
-			}
+func (e *env) nonFinal() worker.ActiveCollections { return storeNonFinal{e} }
+
+// storeNonFinal lists the non-final collections of an env's store.
+type storeNonFinal struct{ e *env }
+
+func (n storeNonFinal) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
+	var ids []string
+	for _, s := range n.e.store.Streams() {
+		id := s[len(collection.StreamPrefix):]
+		c, err := n.e.repo.Load(ctx, id)
+		if err != nil {
+			return nil, err
 		}
-		return ids, nil
-	})
+		if !c.Status().IsFinal() && len(ids) < limit {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // changes decodes the collection's status changes, in order.

@@ -21,8 +21,8 @@ type Repository interface {
 		opts ...repository.UpdateOption) (*collection.Collection, eventstore.AppendResult, error)
 }
 
-// Catalog tells which companies exist and which login methods they support; *catalog.Catalog
-// satisfies it.
+// Catalog tells which companies exist and which login methods they support; *company.Catalog
+// (domain/company) satisfies it.
 type Catalog interface {
 	Get(companyID string) (company.Company, error)
 }
@@ -31,15 +31,6 @@ type Catalog interface {
 // model), so that a sweep can re-drive sessions nobody runs any more.
 type ActiveCollections interface {
 	ListNonFinal(ctx context.Context, limit int) ([]string, error)
-}
-
-// ActiveCollectionsFunc adapts a function (e.g. a closure over a read model whose rows carry
-// more than ids) to ActiveCollections.
-type ActiveCollectionsFunc func(ctx context.Context, limit int) ([]string, error)
-
-// ListNonFinal calls f.
-func (f ActiveCollectionsFunc) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	return f(ctx, limit)
 }
 
 // Companies is the port to the companies' login and data APIs. One adapter serves every

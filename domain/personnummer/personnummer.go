@@ -20,21 +20,21 @@ func (n Number) String() string { return n.digits }
 // IsZero reports an unset number.
 func (n Number) IsZero() bool { return n.digits == "" }
 
-// Field is the name Parse's errors give the number (domain.FieldError.Field); a caller that
+// field is the name Parse's errors give the number (domain.FieldError.Field); a caller that
 // knows where the number came from reports its own path with the error's Reason.
-const Field = "personalNumber"
+const field = "personalNumber"
 
 // Reasons of Parse's errors: the rule broken. None contains the number.
 const (
-	ReasonFormat     = "must be YYYYMMDDNNNN, YYYYMMDD-NNNN, YYMMDD-NNNN or YYMMDD+NNNN"
-	ReasonDate       = "has no valid date"
-	ReasonCheckDigit = "has a wrong check digit"
+	reasonFormat     = "must be YYYYMMDDNNNN, YYYYMMDD-NNNN, YYMMDD-NNNN or YYMMDD+NNNN"
+	reasonDate       = "has no valid date"
+	reasonCheckDigit = "has a wrong check digit"
 )
 
 // Parse accepts YYYYMMDDNNNN, YYYYMMDD-NNNN, YYMMDD-NNNN and YYMMDD+NNNN ('+' marks a person of
 // 100 or older), checks the date and the Luhn digit, and returns the 12-digit form. today fixes
 // the century of the short forms; it is a parameter so the rule stays pure. A number that breaks
-// a rule is a *domain.FieldError naming Field and the rule.
+// a rule is a *domain.FieldError naming field and the rule.
 func Parse(s string, today time.Time) (Number, error) {
 	var full string
 	switch {
@@ -53,13 +53,13 @@ func Parse(s string, today time.Time) (Number, error) {
 		}
 		full = fmt.Sprintf("%04d", year) + s[2:6] + s[7:]
 	default:
-		return Number{}, &domain.FieldError{Field: Field, Reason: ReasonFormat}
+		return Number{}, &domain.FieldError{Field: field, Reason: reasonFormat}
 	}
 	if _, err := time.Parse("20060102", dateWithoutCoordination(full[:8])); err != nil {
-		return Number{}, &domain.FieldError{Field: Field, Reason: ReasonDate}
+		return Number{}, &domain.FieldError{Field: field, Reason: reasonDate}
 	}
 	if !luhnValid(full[2:]) {
-		return Number{}, &domain.FieldError{Field: Field, Reason: ReasonCheckDigit}
+		return Number{}, &domain.FieldError{Field: field, Reason: reasonCheckDigit}
 	}
 	return Number{digits: full}, nil
 }
@@ -96,14 +96,4 @@ func luhnValid(ten string) bool {
 		sum += d
 	}
 	return sum%10 == 0
-}
-
-// MustParse is Parse for numbers known to be valid, such as test personas; it panics on an
-// invalid one.
-func MustParse(s string, today time.Time) Number {
-	n, err := Parse(s, today)
-	if err != nil {
-		panic(fmt.Sprintf("personnummer.MustParse: %v", err))
-	}
-	return n
 }

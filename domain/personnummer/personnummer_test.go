@@ -51,14 +51,14 @@ func TestEveryPersonaIsValid(t *testing.T) {
 func TestParseErrorsNameTheRuleNotTheNumber(t *testing.T) {
 	today := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	for in, reason := range map[string]string{
-		"199001010018":  ReasonCheckDigit,
-		"199013010017":  ReasonDate,
-		"19900101+0017": ReasonFormat,
-		"9001010017":    ReasonFormat,
+		"199001010018":  reasonCheckDigit,
+		"199013010017":  reasonDate,
+		"19900101+0017": reasonFormat,
+		"9001010017":    reasonFormat,
 	} {
 		_, err := Parse(in, today)
 		var fe *domain.FieldError
-		if !errors.As(err, &fe) || fe.Field != Field || fe.Reason != reason || !errors.Is(err, domain.ErrInvalid) {
+		if !errors.As(err, &fe) || fe.Field != field || fe.Reason != reason || !errors.Is(err, domain.ErrInvalid) {
 			t.Errorf("Parse(%q) = %v, want a field error %q", in, err, reason)
 			continue
 		}
