@@ -12,7 +12,7 @@ import (
 	"github.com/samla/samla/domain/collection"
 )
 
-// The audit history (GET /collections/{id}/events, and the event_history table analysts query)
+// The audit history (GET /collections/{id}/events, and the event_history_v2 table analysts query)
 // shows what happened: event types, times, statuses, companies, products, login methods and
 // counts. It never shows collected values, personal data, or fingerprints from which either could
 // be guessed (API.md, "Collections"). Removing the payload's "personal" member is not enough for

@@ -20,8 +20,8 @@ import (
 	"github.com/samla/samla/domain/personnummer"
 )
 
-// Catalog is the port to the company catalog (connectors/catalog.Catalog satisfies it). Get
-// returns an error wrapping company.ErrUnknownCompany for an id it does not know.
+// Catalog is the port to the company catalog (*company.Catalog, in domain/company, satisfies
+// it). Get returns an error wrapping company.ErrUnknownCompany for an id it does not know.
 type Catalog interface {
 	Get(id string) (company.Company, error)
 }

@@ -28,8 +28,8 @@ const (
 	MaxEventsLimit = 1000
 )
 
-// Companies is the port to the company catalog (connectors/catalog.Catalog satisfies it): the
-// presenter needs a company's market, and the company endpoints list the catalog.
+// Companies is the port to the company catalog (*company.Catalog, in domain/company, satisfies
+// it): the presenter needs a company's market, and the company endpoints list the catalog.
 type Companies interface {
 	Get(id string) (company.Company, error)
 	// All lists every company, in a stable order.

@@ -27,7 +27,7 @@ func waitingView() query.StatusView {
 		EIDOrder: &query.EIDOrderView{QRStartToken: qrToken, AutoStartToken: "auto-1", StartedAt: orderStart}}
 }
 
-// wantQR is the algorithm of SANDBOX.md written out independently of connectors/eid.
+// wantQR is the algorithm of SANDBOX.md written out independently of domain/eid.
 func wantQR(t int64) string {
 	mac := hmac.New(sha256.New, []byte(qrSecret))
 	fmt.Fprintf(mac, "%d", t)
@@ -44,7 +44,7 @@ func TestAnimatedQRDataChangesEverySecond(t *testing.T) {
 	if poll1[ExtraAnimatedQRData] == poll2[ExtraAnimatedQRData] {
 		t.Fatal("the QR data did not change between polls a second apart")
 	}
-	// The published vector for t = 0 (see connectors/eid).
+	// The published vector for t = 0 (see domain/eid).
 	if got := ExtraInformation(v, orderStart)[ExtraAnimatedQRData]; got != "bankid."+qrToken+".0.dc69358e712458a66a7525beef148ae8526b1c71610eff2c16cdffb4cdac9bf8" {
 		t.Fatalf("t=0: %v", got)
 	}
