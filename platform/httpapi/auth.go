@@ -159,7 +159,7 @@ func authenticate(keys KeyLookup, cache *authCache) gin.HandlerFunc {
 			case errors.Is(err, ErrKeyNotFound):
 				id = ""
 			case err != nil:
-				Logger(ctx).Error("api key lookup failed", "error", err.Error())
+				Logger(ctx).Error("api key lookup failed", "error", err)
 				AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
 					"Authentication is temporarily unavailable; retry shortly.")
 				return

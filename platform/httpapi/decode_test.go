@@ -307,7 +307,7 @@ func TestValidationProblemCapsItsErrors(t *testing.T) {
 	if len(p.Errors) != MaxFieldErrors || p.ErrorCount != 3_000_000 {
 		t.Fatalf("errors %d, count %d; want %d and 3000000", len(p.Errors), p.ErrorCount, MaxFieldErrors)
 	}
-	if !strings.HasPrefix(p.Detail, "The collection request is invalid.") || !strings.Contains(p.Detail, "2,999,980 more") {
+	if !strings.HasPrefix(p.Detail, "The collection request is invalid.") || !strings.Contains(p.Detail, "2999980 more") {
 		t.Errorf("detail = %q", p.Detail)
 	}
 	if few := ValidationProblem("d", errs[:MaxFieldErrors]...); len(few.Errors) != MaxFieldErrors || few.ErrorCount != 0 || few.Detail != "d" {
@@ -324,14 +324,6 @@ func TestValidationProblemCapsItsErrors(t *testing.T) {
 	var got Problem
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || len(got.Errors) != MaxFieldErrors || got.ErrorCount != 50 {
 		t.Errorf("written problem = %+v (%v)", got, err)
-	}
-}
-
-func TestGroupDigits(t *testing.T) {
-	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 2999980: "2,999,980", -1234: "-1,234"} {
-		if got := groupDigits(n); got != want {
-			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
-		}
 	}
 }
 

@@ -229,3 +229,33 @@ func TestCanceledOutsideTheClientIsStillAnError(t *testing.T) {
 		t.Error("the failure was not logged as an error")
 	}
 }
+
+// Errors are logged under "error" as errors, not as their text, so that a handler can tell them
+// apart (errors.Is) and keep what it must not print.
+func TestFailuresLogTheErrorItself(t *testing.T) {
+	logs := newRecordingHandler()
+	env := newEnv(t, func(o *Options) { o.Logger = slog.New(logs) })
+	errStore := errors.New("store down")
+	env.engine.GET("/fails", func(c *gin.Context) { AbortInternal(c, fmt.Errorf("load: %w", errStore)) })
+	errDB := errors.New("database down")
+	env.keys.err = errDB
+	env.do(t, http.MethodGet, "/whoami", "", authed())
+	env.keys.err = nil
+	env.do(t, http.MethodGet, "/fails", "", authed())
+	for message, want := range map[string]error{"request failed": errStore, "api key lookup failed": errDB} {
+		var found bool
+		for _, r := range logs.all() {
+			if r.Message != message {
+				continue
+			}
+			found = true
+			v, ok := attrOf(r, "error")
+			if err, isErr := v.Any().(error); !ok || !isErr || !errors.Is(err, want) {
+				t.Errorf("%s: error attribute = %#v, want an error wrapping %v", message, v.Any(), want)
+			}
+		}
+		if !found {
+			t.Errorf("no %q record", message)
+		}
+	}
+}

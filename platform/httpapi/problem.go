@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -95,26 +94,13 @@ func (p Problem) capErrors() Problem {
 	}
 	p.ErrorCount = len(p.Errors)
 	p.Errors = slices.Clone(p.Errors[:MaxFieldErrors])
-	more := fmt.Sprintf("%s more", groupDigits(p.ErrorCount-MaxFieldErrors))
+	listed := fmt.Sprintf("The first %d errors are listed, and %d more.", MaxFieldErrors, p.ErrorCount-MaxFieldErrors)
 	if p.Detail == "" {
-		p.Detail = fmt.Sprintf("The first %d errors are listed, and %s.", MaxFieldErrors, more)
+		p.Detail = listed
 	} else {
-		p.Detail = fmt.Sprintf("%s The first %d errors are listed, and %s.", p.Detail, MaxFieldErrors, more)
+		p.Detail = p.Detail + " " + listed
 	}
 	return p
-}
-
-// groupDigits writes n with thousands separators (2,999,980), as a person reads a count.
-func groupDigits(n int) string {
-	s := strconv.Itoa(n)
-	var b strings.Builder
-	for i, d := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	return b.String()
 }
 
 // WriteProblem writes p and aborts the chain, so no later handler can add to the response. A
@@ -146,9 +132,9 @@ func AbortValidation(c *gin.Context, detail string, errs ...FieldError) {
 func AbortInternal(c *gin.Context, err error) {
 	ctx := c.Request.Context()
 	if errors.Is(err, context.Canceled) && ClientClosed(ctx) {
-		Logger(ctx).Warn("client closed the request before its outcome was known", "error", err.Error())
+		Logger(ctx).Warn("client closed the request before its outcome was known", "error", err)
 	} else {
-		Logger(ctx).Error("request failed", "error", err.Error())
+		Logger(ctx).Error("request failed", "error", err)
 	}
 	AbortProblem(c, http.StatusInternalServerError, CodeInternal,
 		"An unexpected error occurred; quote the X-Request-Id header when reporting it.")
