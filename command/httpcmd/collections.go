@@ -63,6 +63,10 @@ var startLimits = httpapi.Limits{Paths: map[string]httpapi.PathLimits{
 	"input." + InputPDFDocument: {MaxStringBytes: base64.StdEncoding.EncodedLen(MaxPDFBytes)},
 }}
 
+// parameterLimits bound one 2026-04-01 parameter object, decoded on its own once its type is
+// known: what startLimits held it to inside the body.
+var parameterLimits = startLimits.Sub("parameters[]")
+
 // Parameter type discriminators of the 2026-04-01 request.
 const (
 	ParamSwedishPersonalNumber = "SwedishPersonalNumberParameter"
@@ -384,7 +388,7 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 		}
 		seen[typ] = i
 		decode := func(dst any) bool {
-			if err := httpapi.StrictUnmarshal(raw, dst); err != nil {
+			if err := httpapi.StrictUnmarshal(raw, dst, parameterLimits); err != nil {
 				if fe, ok := httpapi.JSONFieldError(prefix, err); ok {
 					errs = append(errs, fe)
 				} else {

@@ -56,6 +56,13 @@ var supplementLimits = httpapi.Limits{Paths: map[string]httpapi.PathLimits{
 	"responses[].body":      {MaxStringBytes: MaxResponseBodyBytes},
 }}
 
+// The bounds of one input and one response, decoded on their own: what supplementLimits held
+// them to inside the body.
+var (
+	inputLimits    = supplementLimits.Sub("inputs[]")
+	responseLimits = supplementLimits.Sub("responses[]")
+)
+
 // supplementRequest is either CollectionInput ({"inputs":[…]}) or a ResponseObject
 // ({"responses":[…]}). Pointers tell an absent member (or null) from an empty one; items stay
 // raw until each is decoded with its own path, so that an error names inputs[2].value.
@@ -144,7 +151,7 @@ func validateSupplement(req supplementRequest) (app.SupplyInfo, supplementCanoni
 		for i, raw := range items {
 			prefix := fmt.Sprintf("inputs[%d]", i)
 			var it inputItem
-			if fe := decodeItem(prefix, raw, &it); fe != nil {
+			if fe := decodeItem(prefix, raw, &it, inputLimits); fe != nil {
 				errs = append(errs, *fe)
 				continue
 			}
@@ -170,7 +177,7 @@ func validateSupplement(req supplementRequest) (app.SupplyInfo, supplementCanoni
 	for i, raw := range items {
 		prefix := fmt.Sprintf("responses[%d]", i)
 		var it responseItem
-		if fe := decodeItem(prefix, raw, &it); fe != nil {
+		if fe := decodeItem(prefix, raw, &it, responseLimits); fe != nil {
 			errs = append(errs, *fe)
 			continue
 		}
@@ -188,9 +195,9 @@ func validateSupplement(req supplementRequest) (app.SupplyInfo, supplementCanoni
 	return app.SupplyInfo{Kind: collection.InputKindClientResponses, Responses: responses}, canonical, errs
 }
 
-// decodeItem strictly decodes one array item, its errors named under prefix.
-func decodeItem(prefix string, raw json.RawMessage, dst any) *httpapi.FieldError {
-	if err := httpapi.StrictUnmarshal(raw, dst); err != nil {
+// decodeItem strictly decodes one array item under its limits, its errors named under prefix.
+func decodeItem(prefix string, raw json.RawMessage, dst any, limits httpapi.Limits) *httpapi.FieldError {
+	if err := httpapi.StrictUnmarshal(raw, dst, limits); err != nil {
 		if fe, ok := httpapi.JSONFieldError(prefix, err); ok {
 			return &fe
 		}

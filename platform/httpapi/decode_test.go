@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // collectionLimits are the bounds a POST /collections handler would pass.
@@ -105,7 +109,7 @@ func TestCheckRefusesMalformedBodies(t *testing.T) {
 			t.Errorf("Check(%q) = %v, want ErrMalformedJSON", body, err)
 		}
 		var v any
-		err = StrictUnmarshal([]byte(body), &v)
+		err = StrictUnmarshal([]byte(body), &v, Limits{})
 		if err == nil {
 			t.Errorf("StrictUnmarshal(%q) accepted invalid JSON", body)
 		} else if p := DecodeProblem("", err); p.Code != CodeMalformedJSON {
@@ -139,32 +143,139 @@ func TestShapeErrorPathEchoesNoHugeName(t *testing.T) {
 	}
 }
 
-func TestStrictDecodeKeepsItsRules(t *testing.T) {
+func TestStrictUnmarshalKeepsItsRules(t *testing.T) {
 	type target struct {
 		Name string `json:"name"`
 	}
 	var v target
-	if err := StrictUnmarshal([]byte(`{"name":"a","extra":1}`), &v); err == nil {
+	if err := StrictUnmarshal([]byte(`{"name":"a","extra":1}`), &v, Limits{}); err == nil {
 		t.Error("unknown member accepted")
 	}
-	if err := StrictUnmarshal([]byte(`{"name":"a"} {}`), &v); !errors.Is(err, errTrailingData) {
+	if err := StrictUnmarshal([]byte(`{"name":"a"} {}`), &v, Limits{}); !errors.Is(err, errTrailingData) {
 		t.Errorf("trailing data = %v", err)
 	}
+	if err := StrictUnmarshal([]byte(" {\"name\":\"a\"} \r\n\t"), &v, Limits{}); err != nil {
+		t.Errorf("blanks after the value = %v", err)
+	}
+	if err := StrictUnmarshal([]byte(" \n"), &v, Limits{}); !errors.Is(err, io.EOF) {
+		t.Errorf("a blank body = %v, want io.EOF", err)
+	}
 	var se *ShapeError
-	if err := StrictUnmarshal([]byte(`{"name":"a","name":"b"}`), &v); !errors.As(err, &se) || se.Path != "name" {
+	if err := StrictUnmarshal([]byte(`{"name":"a","name":"b"}`), &v, Limits{}); !errors.As(err, &se) || se.Path != "name" {
 		t.Errorf("duplicate member = %v", err)
 	}
-	// Without Limits strings are bounded by the body alone: a file in a string still fits.
+	// With the string bound lifted strings are bounded by the body alone: a file in a string fits.
 	long := `{"name":"` + strings.Repeat("a", 4*DefaultMaxStringBytes) + `"}`
-	if err := StrictUnmarshal([]byte(long), &v); err != nil || len(v.Name) != 4*DefaultMaxStringBytes {
+	if err := StrictUnmarshal([]byte(long), &v, Limits{MaxStringBytes: -1}); err != nil || len(v.Name) != 4*DefaultMaxStringBytes {
 		t.Errorf("long string = %v", err)
 	}
-	r := http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(long)), 100)
-	if err := StrictDecode(r, &v); !IsBodyTooLarge(err) {
-		t.Errorf("body over the limit = %v, want a MaxBytesError", err)
-	}
-	if err := StrictDecodeWithin(strings.NewReader(long), &v, Limits{}); !errors.As(err, &se) || se.Violation != StringTooLong {
+	if err := StrictUnmarshal([]byte(long), &v, Limits{}); !errors.As(err, &se) || se.Violation != StringTooLong {
 		t.Errorf("long string within the defaults = %v", err)
+	}
+	// A body over the route's limit is refused while it is read.
+	w := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(w)
+	c.Request = httptest.NewRequest(http.MethodPost, "/", nil)
+	c.Request.Body = http.MaxBytesReader(w, io.NopCloser(strings.NewReader(long)), 100)
+	if DecodeJSON(c, &v, Limits{MaxStringBytes: -1}) || w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("body over the limit = %d, want 413", w.Code)
+	}
+}
+
+// Which member is wrong comes from the decoder's typed errors, named as encoding/json named it,
+// with the array indexes it left out, and never by reading an error's text.
+func TestStrictUnmarshalNamesTheMember(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	cases := []struct {
+		name, body, path, message string
+		unknown                   bool
+	}{
+		{"unknown member", `{"company":"a","extra":1}`, "extra", "is not a known member", true},
+		{"unknown member spelled with an escape", `{"\u0065xtra":1}`, "extra", "is not a known member", true},
+		{"a huge unknown name is shortened", `{"` + long + `":1}`, long[:maxEchoedName] + "…", "is not a known member", true},
+		{"unknown member of a nested object", `{"inner":{"b":1}}`, "inner.b", "is not a known member", true},
+		{"delimiters are not folded", `{"loginMethod":"x"}`, "loginMethod", "is not a known member", true},
+		{"string for an integer", `{"status":"200"}`, "status", "must be an integer, not string", false},
+		{"the declared name, whatever the case", `{"STATUS":"200"}`, "status", "must be an integer, not string", false},
+		{"a fraction for an integer", `{"status":1.5}`, "status", "must be an integer, not number 1.5", false},
+		{"a huge number is not repeated", `{"status":1` + strings.Repeat("0", 100) + `}`, "status", "must be an integer, not number", false},
+		{"string for a boolean", `{"reuse":"yes"}`, "reuse", "must be a boolean, not string", false},
+		{"number for a string", `{"company":1}`, "company", "must be a string, not number", false},
+		{"array item", `{"names":["a",2]}`, "names[1]", "must be a string, not number", false},
+		{"map value named at its map", `{"headers":{"A":["b"]}}`, "headers", "must be a string, not array", false},
+		{"map key that looks like an index", `{"headers":{"0":true}}`, "headers", "must be a string, not bool", false},
+		{"object for an array", `{"parameters":{}}`, "parameters", "must be an array, not object", false},
+		{"nested member", `{"inner":{"a":"x"}}`, "inner.a", "must be an integer, not string", false},
+		{"the body itself", `[]`, "", "must be an object, not array", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var v fuzzTarget
+			err := StrictUnmarshal([]byte(tc.body), &v, Limits{})
+			var me *MemberError
+			if !errors.As(err, &me) || me.Path != tc.path || me.Reason() != tc.message {
+				t.Fatalf("StrictUnmarshal = %#v, want a *MemberError at %q: %q", err, tc.path, tc.message)
+			}
+			var se *jsonv2.SemanticError
+			if !errors.As(err, &se) || errors.Is(err, jsonv2.ErrUnknownName) != tc.unknown {
+				t.Errorf("error %v wraps %v, want the decoder's *json.SemanticError", err, se)
+			}
+			fe, ok := JSONFieldError("parameters[2]", err)
+			want := "parameters[2]"
+			if tc.path != "" {
+				want += "." + tc.path
+			}
+			if !ok || fe != (FieldError{Field: want, Message: tc.message}) {
+				t.Errorf("JSONFieldError = %+v %v, want %s: %s", fe, ok, want, tc.message)
+			}
+		})
+	}
+	// The body itself of another kind is no member: a malformed request, as before.
+	var v fuzzTarget
+	if err := StrictUnmarshal([]byte(`"x"`), &v, Limits{}); DecodeProblem("", err).Code != CodeMalformedJSON {
+		t.Errorf("a string body = %+v", DecodeProblem("", err))
+	}
+	// A member error comes before trailing data, as it did with encoding/json's Decoder.
+	if p := DecodeProblem("", StrictUnmarshal([]byte(`{"status":"x"} {}`), &v, Limits{})); len(p.Errors) != 1 || p.Errors[0].Field != "status" {
+		t.Errorf("a member error followed by data = %+v", p)
+	}
+}
+
+func TestSubReRootsThePaths(t *testing.T) {
+	body := Limits{MaxItems: 5, MaxStringBytes: 100, Paths: map[string]PathLimits{
+		"parameters":                 {MaxItems: 10},
+		"parameters[]":               {MaxMembers: 3},
+		"parameters[].contentBase64": {MaxStringBytes: 1000},
+		"parameters[].tags[]":        {MaxStringBytes: 2},
+		"parametersExtra":            {MaxItems: 1},
+		"input.*":                    {MaxStringBytes: 7},
+	}}
+	got := body.Sub("parameters[]")
+	want := Limits{MaxItems: 5, MaxStringBytes: 100, Paths: map[string]PathLimits{
+		"":              {MaxMembers: 3},
+		"contentBase64": {MaxStringBytes: 1000},
+		"tags[]":        {MaxStringBytes: 2},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Sub = %+v, want %+v", got, want)
+	}
+	if got := body.Sub("input"); !reflect.DeepEqual(got.Paths, map[string]PathLimits{"*": {MaxStringBytes: 7}}) {
+		t.Errorf("Sub(input).Paths = %+v", got.Paths)
+	}
+	// An item is held to what it was held to in its body.
+	item := []byte(`{"type":"PdfDocumentParameter","contentBase64":"` + strings.Repeat("A", 1000) + `","x":1}`)
+	if err := body.Check([]byte(`{"parameters":[` + string(item) + `]}`)); err != nil {
+		t.Fatalf("body = %v", err)
+	}
+	var v map[string]any
+	if err := StrictUnmarshal(item, &v, got); err != nil {
+		t.Errorf("item = %v", err)
+	}
+	if err := StrictUnmarshal([]byte(`{"a":1,"b":2,"c":3,"d":4}`), &v, got); !isShape(err, TooManyMembers) {
+		t.Errorf("an item with too many members = %v", err)
+	}
+	if err := StrictUnmarshal([]byte(`{"tags":["abc"]}`), &v, got); !isShape(err, StringTooLong) {
+		t.Errorf("a tag too long = %v", err)
 	}
 }
 
@@ -204,7 +315,7 @@ func hostileBody() []byte {
 }
 
 // collectionsEngine has a route that takes a collection request as POST /collections does,
-// with or without its Limits.
+// with its Limits or with the defaults.
 func collectionsEngine(t testing.TB) *gin.Engine {
 	t.Helper()
 	e := NewEngine(Options{Keys: newFakeKeys(), RateLimit: RateLimit{Disabled: true}})
@@ -231,9 +342,9 @@ func collectionsEngine(t testing.TB) *gin.Engine {
 			validate(c, req)
 		}
 	})
-	e.POST("/collections-without-limits", MaxBody(14<<20), func(c *gin.Context) {
+	e.POST("/collections-with-defaults", MaxBody(14<<20), func(c *gin.Context) {
 		var req request
-		if DecodeJSON(c, &req) {
+		if DecodeJSON(c, &req, Limits{}) {
 			validate(c, req)
 		}
 	})
@@ -252,7 +363,7 @@ func postJSON(h http.Handler, path string, body []byte) *httptest.ResponseRecord
 func TestHostileArrayIsRefusedWithOneSmallProblem(t *testing.T) {
 	e := collectionsEngine(t)
 	body := hostileBody()
-	for path, limit := range map[string]int{"/collections": 10, "/collections-without-limits": DefaultMaxItems} {
+	for path, limit := range map[string]int{"/collections": 10, "/collections-with-defaults": DefaultMaxItems} {
 		w := postJSON(e, path, body)
 		p := decodeProblem(t, w, http.StatusBadRequest, CodeValidationFailed)
 		if len(p.Errors) != 1 || p.Errors[0].Field != "parameters" || p.Errors[0].Message != (&ShapeError{Violation: TooManyItems, Limit: limit}).Reason() {
@@ -279,7 +390,7 @@ func TestHostileArrayAllocatesAboutItsBody(t *testing.T) {
 	e := collectionsEngine(t)
 	body := hostileBody()
 	postJSON(e, "/collections", body) // warm up the engine's pools
-	for _, path := range []string{"/collections", "/collections-without-limits"} {
+	for _, path := range []string{"/collections", "/collections-with-defaults"} {
 		n := allocatedBytes(func() { postJSON(e, path, body) })
 		if n > 3*uint64(len(body)) {
 			t.Errorf("%s: a %d-byte body allocated %d bytes (%.1f×), want at most 3×", path, len(body), n, float64(n)/float64(len(body)))
@@ -330,7 +441,7 @@ func TestValidationProblemCapsItsErrors(t *testing.T) {
 // BenchmarkHostileArray measures one request with the memory probe's body: bytes allocated per
 // byte of body is the number that matters (it was about 20 before Limits, with a 182 MB answer).
 func BenchmarkHostileArray(b *testing.B) {
-	for _, path := range []string{"/collections", "/collections-without-limits"} {
+	for _, path := range []string{"/collections", "/collections-with-defaults"} {
 		b.Run(strings.TrimPrefix(path, "/"), func(b *testing.B) {
 			e := collectionsEngine(b)
 			body := hostileBody()
@@ -361,41 +472,100 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	}
 }
 
-// FuzzStrictDecode feeds arbitrary bodies to the shape scan and the strict decoder: neither may
-// panic, with every bound lifted the scan refuses only repeated members and malformed bodies,
-// and it never calls a well-formed body malformed.
-func FuzzStrictDecode(f *testing.F) {
+// decodeLikeEncodingJSON is the strict decode as it was before the decoder moved to
+// encoding/json/v2: encoding/json with unknown members refused and nothing after the value.
+// FuzzStrictUnmarshal holds StrictUnmarshal to it.
+func decodeLikeEncodingJSON(data []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		return errTrailingData
+	}
+	return nil
+}
+
+// fuzzTarget has a member of every kind the requests use.
+type fuzzTarget struct {
+	Company     string                     `json:"company"`
+	LoginMethod string                     `json:"login_method"`
+	Status      *int                       `json:"status"`
+	Reuse       *bool                      `json:"reuse"`
+	Body        *string                    `json:"body"`
+	Names       []string                   `json:"names"`
+	Headers     map[string]string          `json:"headers"`
+	Parameters  []json.RawMessage          `json:"parameters"`
+	Inputs      *[]json.RawMessage         `json:"inputs"`
+	Input       map[string]json.RawMessage `json:"input"`
+	Inner       *struct {
+		A int `json:"a"`
+	} `json:"inner"`
+}
+
+// indexes are the array indexes of a path, which encoding/json left out of its field paths.
+var indexes = regexp.MustCompile(`\[[0-9]+\]`)
+
+// FuzzStrictUnmarshal feeds arbitrary bodies to the shape scan and the strict decoder: neither
+// may panic, with every bound lifted the scan refuses only repeated members and malformed
+// bodies, and it never calls a well-formed body malformed. A body the scan passes decodes as it
+// did with encoding/json: the same values, or an error where encoding/json had one, and where
+// that was a type error, the same member and message.
+func FuzzStrictUnmarshal(f *testing.F) {
 	for _, seed := range []string{
 		`{"company":"a","loginMethod":"b","parameters":[{"type":"SwedishPersonalNumberParameter","personalNumber":"199001010017"}]}`,
 		`{"input":{"SWEDISH_PERSONAL_NUMBER":"19900101-0017"}}`,
 		`{"responses":[{"requestId":"r","status":200,"headers":{"A":"b"},"body":"\u00e9\ud83d\ude00"}]}`,
 		`{"company":"a","company":"b"}`, `[[[[[[[[[[[[]]]]]]]]]]]]`, `{"a":[{},{},{}]}`, `"\u12"`, `{"a":1}}`,
+		`{"Company":1}`, `{"LOGIN_METHOD":"x","loginMethod":"y"}`, `{"status":1.5}`, `{"status":"200"}`, `{"reuse":"yes"}`,
+		`{"names":["a",2]}`, `{"headers":{"A":["b"]}}`, `{"inputs":null,"input":{"A":null}}`, `{"inner":{"a":"x"}}`,
+		`{"inner":{"b":1}}`, "{\"body\":\"\xff\\ud800\"}", `{"parameters":[null, 1 ,"x",{"y":[]}]} `, `[]`, ``,
 	} {
 		f.Add([]byte(seed))
 	}
 	lifted := Limits{MaxDepth: -1, MaxItems: -1, MaxMembers: -1, MaxStringBytes: -1}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = collectionLimits.Check(data)
-		err := lifted.Check(data)
+		scanErr := lifted.Check(data)
 		switch {
-		case err == nil, isShape(err, DuplicateMember):
-		case errors.Is(err, ErrMalformedJSON):
+		case scanErr == nil, isShape(scanErr, DuplicateMember):
+		case errors.Is(scanErr, ErrMalformedJSON):
 			if json.Valid(data) {
-				t.Fatalf("well-formed %q called malformed: %v", data, err)
+				t.Fatalf("well-formed %q called malformed: %v", data, scanErr)
 			}
 		default:
-			t.Fatalf("with every bound lifted Check = %v", err)
+			t.Fatalf("with every bound lifted Check = %v", scanErr)
 		}
-		var typed struct {
-			Company    string            `json:"company"`
-			Parameters []json.RawMessage `json:"parameters"`
-			Input      map[string]string `json:"input"`
-		}
-		if err := StrictUnmarshal(data, &typed); err != nil {
+		var got, want fuzzTarget
+		err := StrictUnmarshal(data, &got, lifted)
+		if err != nil {
 			_ = DecodeProblem("", err)
 		}
+		if scanErr == nil {
+			wantErr := decodeLikeEncodingJSON(data, &want)
+			switch {
+			case (err == nil) != (wantErr == nil):
+				t.Fatalf("%q: StrictUnmarshal = %v, encoding/json = %v", data, err, wantErr)
+			case err == nil && !reflect.DeepEqual(got, want):
+				t.Fatalf("%q decoded to\n%+v, encoding/json to\n%+v", data, got, want)
+			}
+			var te *json.UnmarshalTypeError
+			if errors.As(wantErr, &te) && te.Field != "" {
+				var me *MemberError
+				if !errors.As(err, &me) || errors.Is(err, jsonv2.ErrUnknownName) {
+					t.Fatalf("%q: StrictUnmarshal = %v, want the type error of encoding/json (%v)", data, err, wantErr)
+				}
+				if path := indexes.ReplaceAllString(me.Path, ""); path != te.Field {
+					t.Fatalf("%q: error at %q (%q without indexes), encoding/json's at %q", data, me.Path, path, te.Field)
+				}
+				if msg := fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), te.Value); len(te.Value) <= len("number ")+maxEchoedName && me.Reason() != msg {
+					t.Fatalf("%q: reason %q, encoding/json's %q", data, me.Reason(), msg)
+				}
+			}
+		}
 		var generic any
-		if err := strictUnmarshal(data, &generic, lifted); err == nil && !json.Valid(data) {
+		if err := StrictUnmarshal(data, &generic, lifted); err == nil && !json.Valid(data) {
 			t.Fatalf("invalid JSON %q decoded", data)
 		}
 	})

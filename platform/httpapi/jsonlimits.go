@@ -54,11 +54,6 @@ type PathLimits struct {
 	MaxStringBytes int
 }
 
-// compatLimits are the bounds of StrictDecode and of DecodeJSON without Limits: the defaults,
-// except that strings are bounded by the body limit alone, so that a handler that takes a file
-// in a string keeps working until it states its own bound.
-var compatLimits = Limits{MaxStringBytes: -1}
-
 // ShapeViolation says which bound a ShapeError broke.
 type ShapeViolation int
 
@@ -131,11 +126,49 @@ func (l Limits) resolved() Limits {
 // a body it cannot tokenize is refused as malformed (an error wrapping ErrMalformedJSON), so that
 // no body reaches the decoder unchecked because the scan gave up on it.
 func (l Limits) Check(data []byte) error {
+	_, err := l.scan(data)
+	return err
+}
+
+// scan is Check that also returns where the first value ends in data: 0 when data holds none
+// (it is empty or blank).
+func (l Limits) scan(data []byte) (end int, err error) {
 	s := shapeScanner{lim: l.resolved(),
-		// Invalid UTF-8 and repeated names are accepted by encoding/json, which decodes the body
-		// afterwards; the scan must see such bodies through rather than stop at them.
+		// Invalid UTF-8 is what the decoder replaces (unmarshalOptions), and repeated names are
+		// for the scan itself to find, comparing them case-insensitively: the tokenizer must
+		// see such bodies through rather than stop at them.
 		dec: jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))}
-	return s.scan()
+	if err := s.scan(); err != nil {
+		return 0, err
+	}
+	return int(s.dec.InputOffset()), nil
+}
+
+// Sub returns the Limits of the value at path (a path pattern of Limits.Paths, such as
+// "parameters[]"), for a handler that decodes that value on its own: the bounds are l's, and
+// the Paths under path are re-rooted at the value ("parameters[].contentBase64" becomes
+// "contentBase64", "parameters[]" itself ""). Holding an item to the bounds its body was
+// scanned under keeps one truth of them.
+func (l Limits) Sub(path string) Limits {
+	sub := l
+	sub.Paths = nil
+	for p, pl := range l.Paths {
+		rest, ok := strings.CutPrefix(p, path)
+		switch {
+		case !ok:
+			continue
+		case rest == "", strings.HasPrefix(rest, "["):
+		case strings.HasPrefix(rest, "."):
+			rest = rest[1:]
+		default:
+			continue // "parametersX" is not under "parameters"
+		}
+		if sub.Paths == nil {
+			sub.Paths = make(map[string]PathLimits)
+		}
+		sub.Paths[rest] = pl
+	}
+	return sub
 }
 
 // ErrMalformedJSON is a body that is not one well-formed JSON value.
@@ -206,7 +239,7 @@ func (s *shapeScanner) scan() error {
 		case 0:
 			_, err := s.dec.ReadToken() // reports why there is no value
 			if len(s.frames) == 0 && errors.Is(err, io.EOF) {
-				return nil // an empty body: the decoder says so in its own words
+				return nil // an empty body: no value, which StrictUnmarshal reports as io.EOF
 			}
 			return malformed(err)
 		default:
@@ -215,7 +248,7 @@ func (s *shapeScanner) scan() error {
 			}
 		}
 		if len(s.frames) == 0 && s.dec.StackDepth() == 0 {
-			return nil // the first value is complete; what follows is the decoder's business
+			return nil // the first value is complete; what follows is StrictUnmarshal's business
 		}
 	}
 }
@@ -354,20 +387,24 @@ func (s *shapeScanner) path(depth int) string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
-		if len(f.key) > maxEchoedName {
-			// The answer names the place, it need not repeat a name a client made huge.
-			n := maxEchoedName
-			for n > 0 && !utf8.RuneStart(f.key[n]) {
-				n--
-			}
-			b.WriteString(f.key[:n])
-			b.WriteString("…")
-			continue
-		}
-		b.WriteString(f.key)
+		b.WriteString(echoedName(f.key))
 	}
 	return b.String()
 }
 
-// maxEchoedName bounds how much of one member name a ShapeError's path repeats.
+// maxEchoedName bounds how much of one member name (or number) an error's path or reason
+// repeats.
 const maxEchoedName = 64
+
+// echoedName is name as an error's path repeats it: the answer names the place, it need not
+// repeat a name a client made huge.
+func echoedName(name string) string {
+	if len(name) <= maxEchoedName {
+		return name
+	}
+	n := maxEchoedName
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return name[:n] + "…"
+}
