@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/samla/samla/platform/metrics"
 )
@@ -26,6 +27,9 @@ type Options struct {
 	// MaxBodyBytes is the body limit of routes that set none with MaxBody; 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// LargeBodyBudget bounds the bytes of large bodies (above DefaultMaxBodyBytes, on routes
+	// whose MaxBody allows them) in flight at once; 0 means DefaultLargeBodyBudget.
+	LargeBodyBudget int64
 	// Now is the clock of the auth cache and the rate limiter; nil means time.Now.
 	Now func() time.Time
 }
@@ -74,7 +78,11 @@ func NewEngine(opts Options) *gin.Engine {
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))
 	}
-	chain = append(chain, bodyLimit(maxBody), requireJSON)
+	budget := opts.LargeBodyBudget
+	if budget <= 0 {
+		budget = DefaultLargeBodyBudget
+	}
+	chain = append(chain, bodyLimit(maxBody, &largeBodies{sem: semaphore.NewWeighted(budget), budget: budget, wait: LargeBodyWait}), requireJSON)
 	e.Use(chain...)
 
 	e.NoRoute(func(c *gin.Context) {

@@ -398,13 +398,18 @@ const maxEchoedName = 64
 
 // echoedName is name as an error's path repeats it: the answer names the place, it need not
 // repeat a name a client made huge.
-func echoedName(name string) string {
-	if len(name) <= maxEchoedName {
-		return name
+func echoedName(name string) string { return clip(name, maxEchoedName) }
+
+// clip shortens s to at most max bytes, at a rune boundary, marking the cut with "…". Answers use
+// it for whatever they repeat of a request, so that a client cannot make an error larger than
+// what it sent.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
 	}
-	n := maxEchoedName
-	for n > 0 && !utf8.RuneStart(name[n]) {
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return name[:n] + "…"
+	return s[:n] + "…"
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/samla/samla/platform/metrics"
 )
@@ -152,6 +153,23 @@ func recovery(c *gin.Context) {
 // takes uploads raises its own limit with MaxBody.
 const DefaultMaxBodyBytes int64 = 1 << 20 // 1 MiB: every JSON command without a file fits easily
 
+// Large bodies. A body above DefaultMaxBodyBytes (only routes that take a file allow one) costs
+// a few times its size while it is decoded, so the bytes of large bodies in flight are bounded
+// process-wide, whoever sends them: at most LargeBodyBudget bytes are decoded at once, and a
+// request that finds the budget spent waits for it up to LargeBodyWait, then gets a 503 with
+// Retry-After. Small bodies never wait.
+const (
+	DefaultLargeBodyBudget int64 = 64 << 20
+	LargeBodyWait                = 10 * time.Second
+)
+
+// largeBodies is the budget of large bodies in flight.
+type largeBodies struct {
+	sem    *semaphore.Weighted
+	budget int64
+	wait   time.Duration // how long a request waits for room: LargeBodyWait
+}
+
 // limitedBody enforces the request's body limit lazily, at the first read, so that a route-level
 // MaxBody (which runs after the global middleware) can still change the limit.
 type limitedBody struct {
@@ -160,6 +178,7 @@ type limitedBody struct {
 	limit         int64
 	contentLength int64
 	reader        io.ReadCloser
+	large         *largeBodies
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -176,10 +195,10 @@ func (b *limitedBody) Close() error { return b.body.Close() }
 
 const ginBodyKey = "samla.body"
 
-func bodyLimit(defaultMax int64) gin.HandlerFunc {
+func bodyLimit(defaultMax int64, large *largeBodies) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.Body != nil && c.Request.Body != http.NoBody {
-			lb := &limitedBody{body: c.Request.Body, w: c.Writer, limit: defaultMax, contentLength: c.Request.ContentLength}
+			lb := &limitedBody{body: c.Request.Body, w: c.Writer, limit: defaultMax, contentLength: c.Request.ContentLength, large: large}
 			c.Request.Body = lb
 			c.Set(ginBodyKey, lb)
 		}
@@ -188,11 +207,40 @@ func bodyLimit(defaultMax int64) gin.HandlerFunc {
 }
 
 // MaxBody sets the body limit of one route. It must be placed before the handler reads the body.
+// A limit above DefaultMaxBodyBytes makes the route's large bodies share the engine's budget of
+// large bodies in flight (Options.LargeBodyBudget).
 func MaxBody(n int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if v, ok := c.Get(ginBodyKey); ok {
-			v.(*limitedBody).limit = n
+		v, ok := c.Get(ginBodyKey)
+		if !ok {
+			c.Next()
+			return
 		}
+		lb := v.(*limitedBody)
+		lb.limit = n
+		size := lb.contentLength
+		if size < 0 || size > n {
+			size = n // chunked: as large as the route allows (a longer body fails at the limit)
+		}
+		if size <= DefaultMaxBodyBytes || lb.large == nil {
+			c.Next()
+			return
+		}
+		weight := min(size, lb.large.budget) // a body larger than the budget goes alone
+		ctx, cancel := context.WithTimeout(c.Request.Context(), lb.large.wait)
+		err := lb.large.sem.Acquire(ctx, weight)
+		cancel()
+		if err != nil {
+			if c.Request.Context().Err() != nil {
+				c.Abort() // the client went away while waiting; the access log says 499
+				return
+			}
+			c.Header("Retry-After", strconv.Itoa(max(1, int(lb.large.wait/time.Second))))
+			AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
+				"Too many large requests are being processed; retry shortly.")
+			return
+		}
+		defer lb.large.sem.Release(weight)
 		c.Next()
 	}
 }
@@ -207,6 +255,11 @@ func IsBodyTooLarge(err error) bool {
 // tries to decode it. Bodiless requests pass: GET, DELETE and empty POSTs have nothing to type.
 func requireJSON(c *gin.Context) {
 	hasBody := c.Request.ContentLength > 0 || c.Request.ContentLength == -1 // -1: chunked, unknown
+	if len(c.Request.Header.Values("Content-Type")) > 1 {
+		// Two types for one body: which one a reader believes would be a guess.
+		AbortValidation(c, "The request has invalid headers.", FieldError{Field: "Content-Type", Message: "must be sent once"})
+		return
+	}
 	if hasBody {
 		mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 		if err != nil || mt != "application/json" {
@@ -260,13 +313,7 @@ func limitHeaders(c *gin.Context) {
 
 // headerNameForAnswer bounds a header name repeated in an answer; only a value is bounded by
 // MaxHeaderValueBytes, and a name is the client's own choice.
-func headerNameForAnswer(name string) string {
-	const maxName = 64
-	if len(name) > maxName {
-		return name[:maxName] + "…"
-	}
-	return name
-}
+func headerNameForAnswer(name string) string { return clip(name, maxEchoedName) }
 
 func headersTooLarge(c *gin.Context, detail string) {
 	AbortProblem(c, http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge, detail)

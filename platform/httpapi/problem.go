@@ -66,6 +66,13 @@ type Problem struct {
 // request with millions of bad items cannot turn into an answer of hundreds of megabytes.
 const MaxFieldErrors = 20
 
+// Bounds of one field error's path and message. Both may repeat what the client sent (a member
+// name, a parameter type), so that a client cannot make an answer larger than its request.
+const (
+	maxFieldErrorPath    = 256
+	maxFieldErrorMessage = 512
+)
+
 // NewProblem builds a problem whose type URI and title derive from the status and code, so that
 // every call site stays one line and the type is always consistent with the code.
 func NewProblem(status int, code, detail string) Problem {
@@ -86,9 +93,19 @@ func ValidationProblem(detail string, errs ...FieldError) Problem {
 	return p.capErrors()
 }
 
-// capErrors keeps the first MaxFieldErrors field errors, in a slice of their own so that the
-// full list can be collected while the answer is written.
+// capErrors keeps the first MaxFieldErrors field errors and clips their paths and messages, in a
+// slice of their own so that the caller's list stays as it was.
 func (p Problem) capErrors() Problem {
+	cloned := false
+	for i, fe := range p.Errors {
+		if len(fe.Field) <= maxFieldErrorPath && len(fe.Message) <= maxFieldErrorMessage {
+			continue
+		}
+		if !cloned {
+			p.Errors, cloned = slices.Clone(p.Errors), true // the caller's slice stays as it was
+		}
+		p.Errors[i] = FieldError{Field: clip(fe.Field, maxFieldErrorPath), Message: clip(fe.Message, maxFieldErrorMessage)}
+	}
 	if len(p.Errors) <= MaxFieldErrors {
 		return p
 	}
