@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/samla/samla/domain"
@@ -122,22 +121,15 @@ func auditStatusChanged(e collection.StatusChanged) any {
 }
 
 // dataAudit is a data event's record counts by product, under the data endpoints' list names.
+// It names no kind of record either: which insurances a person holds (life, health) is itself
+// collected data, and of the most sensitive kind.
 type dataAudit struct {
-	Counts         map[string]int `json:"counts"`
-	InsuranceTypes []string       `json:"insuranceTypes,omitempty"`
-	CollectedAt    time.Time      `json:"collectedAt"`
+	Counts      map[string]int `json:"counts"`
+	CollectedAt time.Time      `json:"collectedAt"`
 }
 
 func auditInsurancesCollected(e collection.InsurancesCollected) any {
-	var types []string
-	for _, ins := range e.Insurances {
-		if ins.InsuranceType != "" && !slices.Contains(types, ins.InsuranceType) {
-			types = append(types, ins.InsuranceType)
-		}
-	}
-	slices.Sort(types)
-	return dataAudit{Counts: map[string]int{"insurances": len(e.Insurances)}, InsuranceTypes: types,
-		CollectedAt: e.CollectedAt}
+	return dataAudit{Counts: map[string]int{"insurances": len(e.Insurances)}, CollectedAt: e.CollectedAt}
 }
 
 func auditWealthCollected(e collection.WealthCollected) any {

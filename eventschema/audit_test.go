@@ -26,7 +26,7 @@ var auditSummaries = map[string]string{
 	"collection.input-supplied.v1": `{"kind":"COLLECTION_INPUT","inputTypes":["EMAIL","MOBILE_PHONE_NUMBER"],` +
 		`"suppliedAt":"2026-01-02T03:04:07Z"}`,
 	"collection.input-supplied.v1.responses": `{"kind":"CLIENT_RESPONSES","responseCount":1,"suppliedAt":"2026-01-02T03:04:07Z"}`,
-	"collection.insurances-collected.v1": `{"counts":{"insurances":2},"insuranceTypes":["HOME","PET"],` +
+	"collection.insurances-collected.v1": `{"counts":{"insurances":2},` +
 		`"collectedAt":"2026-01-02T03:04:08Z"}`,
 	"collection.started.v1": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
 		`"apiVersion":"2025-01-01","hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`,

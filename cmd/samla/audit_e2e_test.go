@@ -98,6 +98,14 @@ func TestAuditHistoryShowsWhatHappenedNeverValues(t *testing.T) {
 		// Values are looked for in the payloads only: the envelopes' ids, positions and times
 		// are Samla's own and may contain any digits by chance.
 		texts, numbers := payloadLeaves(t, h)
+		// Which kinds of insurance a person holds (life, health) is collected data too.
+		kinds := map[string]bool{}
+		collectedKinds(data, kinds)
+		for _, text := range texts {
+			if kinds[text] {
+				t.Errorf("%s: the history names the insurance type %s: %s", tc.company, text, history)
+			}
+		}
 		for v := range values {
 			if f, err := strconv.ParseFloat(v, 64); err == nil {
 				// A number is only a leak as a whole token; short ones (0, 1, 12) are counts too.
@@ -159,4 +167,21 @@ func payloadLeaves(t *testing.T, h historyBody) (texts []string, numbers map[flo
 		walk(payload)
 	}
 	return texts, numbers
+}
+
+// collectedKinds adds the insuranceType values of a data body to out.
+func collectedKinds(v any, out map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if s, ok := child.(string); ok && k == "insuranceType" {
+				out[s] = true
+			}
+			collectedKinds(child, out)
+		}
+	case []any:
+		for _, child := range v {
+			collectedKinds(child, out)
+		}
+	}
 }

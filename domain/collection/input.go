@@ -210,15 +210,22 @@ func (c *Collection) decideClientResponses(responses []ClientResponse, now time.
 			errs = append(errs, domain.FieldError{Field: field + ".status", Reason: "must be an HTTP status code"})
 			continue
 		}
-		if asked[r.RequestID] && !slices.Contains(ids, r.RequestID) {
+		if slices.ContainsFunc(responses[:i], func(earlier ClientResponse) bool { return earlier.RequestID == r.RequestID }) {
+			// Two answers to one request: which one the company should see would be a guess.
+			errs = append(errs, domain.FieldError{Field: field + ".requestId", Reason: "answers a request an earlier response answers"})
+			continue
+		}
+		if asked[r.RequestID] {
 			kept = append(kept, r)
 			ids = append(ids, r.RequestID)
 		}
 	}
 	// Every instruction is a step of the login: one left unanswered would only fail the login
-	// later, after a 202 told the client all was well.
+	// later, after a 202 told the client all was well. (A response refused above is not counted
+	// as missing too.)
+	refused := len(errs) > 0
 	for _, in := range c.current.instructions() {
-		if !slices.Contains(ids, in.RequestID) {
+		if !refused && !slices.Contains(ids, in.RequestID) {
 			errs = append(errs, domain.FieldError{Field: "responses",
 				Reason: fmt.Sprintf("lacks a response to requestId %q, which the instructions require", in.RequestID)})
 		}

@@ -116,6 +116,11 @@ func TestSupplyClientResponses(t *testing.T) {
 		scenario(t).Given(pending(collection.StatusWaitingForUserAction, collection.StatusDetails{})...).
 			When(respond(ok)).ThenError(collection.ErrNotAwaitingInput)
 	})
+	t.Run("two responses to one request are rejected", func(t *testing.T) {
+		failed := collection.ClientResponse{RequestID: "r1", Status: 500}
+		scenario(t).Given(given...).When(respond(ok, failed)).ThenFieldError("responses[1].requestId")
+		scenario(t).Given(given...).When(respond(failed, ok)).ThenFieldError("responses[1].requestId")
+	})
 	t.Run("a response missing for an instruction is rejected, naming its requestId", func(t *testing.T) {
 		two := pending(collection.StatusWaitingForUserAction, collection.StatusDetails{Instructions: []collection.Instruction{
 			{RequestID: "r1", Method: "POST", URL: "https://company.example/eid"},
