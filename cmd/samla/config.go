@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -124,6 +125,16 @@ func (c *Config) validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	// Listeners are checked here, before anything starts, rather than found bad after the
+	// stores and the broker have opened.
+	for _, l := range []struct{ flag, addr string }{{"http-addr", c.HTTPAddr}, {"ops-addr", c.OpsAddr}, {"sandbox-addr", c.SandboxAddr}} {
+		if l.addr == "" && l.flag == "ops-addr" {
+			continue // no ops listener
+		}
+		if _, port, err := net.SplitHostPort(l.addr); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("--%s %q must be host:port", l.flag, l.addr))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("configuration: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -30,5 +31,19 @@ func TestOutOfRangeSettingStopsTheStart(t *testing.T) {
 	root.SetArgs([]string{"run", "--rate-limit", "0"})
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "--rate-limit must be positive") {
 		t.Fatalf("run --rate-limit 0: err = %v", err)
+	}
+}
+
+func TestMalformedListenerStopsTheStartBeforeAnythingOpens(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SAMLA_DATA_DIR", dir)
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs([]string{"run", "--ops-addr", "localhost"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), `--ops-addr "localhost" must be host:port`) {
+		t.Fatalf("run --ops-addr localhost: err = %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("the data dir was touched: %v", entries)
 	}
 }

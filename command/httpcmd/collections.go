@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -349,6 +351,11 @@ func checkName(field, name string) *httpapi.FieldError {
 		return &httpapi.FieldError{Field: field, Message: "must not be empty"}
 	case len([]rune(n)) > maxNameLength:
 		return &httpapi.FieldError{Field: field, Message: fmt.Sprintf("must have at most %d characters", maxNameLength)}
+	case strings.ContainsRune(n, utf8.RuneError) || strings.IndexFunc(n, unicode.IsControl) >= 0:
+		// The decoder turns bytes that are not UTF-8, and lone surrogate escapes, into U+FFFD: a
+		// name that holds one was not text, and matching it against insured persons' names
+		// would compare garbage.
+		return &httpapi.FieldError{Field: field, Message: "must be text (UTF-8, no control characters)"}
 	}
 	return nil
 }

@@ -55,6 +55,21 @@ func TestEveryArrayOfTheBodiesIsBounded(t *testing.T) {
 	}
 }
 
+// A name that is not text (bytes that are not UTF-8, a lone surrogate, a control character) is
+// refused rather than stored as replacement characters.
+func TestNamesMustBeText(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	for _, name := range []string{"\xff\xfe", `\ud800`, `Tolvan\u0000Tolvansson`} {
+		body := v2Body("se-demo-pension", mock, pnParam("199001010017"), `{"type":"AccountOwnerNameParameter","name":"`+name+`"}`)
+		p := problemOf(t, e.post(t, req{version: "2026-04-01", body: body}), http.StatusBadRequest, httpapi.CodeValidationFailed)
+		if !hasField(p, "parameters[1].name") {
+			t.Errorf("name %q: errors = %+v", name, p.Errors)
+		}
+	}
+	created(t, e.post(t, req{version: "2026-04-01", body: v2Body("se-demo-pension", mock, pnParam("199001010017"),
+		`{"type":"AccountOwnerNameParameter","name":"Tølvan Tolvanssön"}`)}))
+}
+
 // A repeated member would let a second value hide behind the first one a reader saw.
 func TestRepeatedMembersAreRefused(t *testing.T) {
 	e := newEnv(t, nil, nil)

@@ -64,7 +64,8 @@ func (e *Env) Float(name string, def float64) float64 {
 // remembered as malformed (want says what was expected) when it does not parse.
 func parsed[T any](e *Env, name string, def T, parse func(string) (T, error), want string) T {
 	v, ok := e.lookup(name)
-	if !ok {
+	if !ok || strings.TrimSpace(v) == "" {
+		// Set but empty is unset, as in a compose file's "${SAMLA_X:-}".
 		return def
 	}
 	x, err := parse(strings.TrimSpace(v))
@@ -78,7 +79,7 @@ func parsed[T any](e *Env, name string, def T, parse func(string) (T, error), wa
 // Bool is the variable as a boolean (1/0, true/false, yes/no, on/off), or def when it is not set.
 func (e *Env) Bool(name string, def bool) bool {
 	v, ok := e.lookup(name)
-	if !ok {
+	if !ok || strings.TrimSpace(v) == "" {
 		return def
 	}
 	switch strings.ToLower(strings.TrimSpace(v)) {

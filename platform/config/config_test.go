@@ -30,6 +30,10 @@ func TestEnvReadsWellFormedValues(t *testing.T) {
 	if got := env.Int("UNSET", 7); got != 7 {
 		t.Errorf("unset Int = %v, want the default", got)
 	}
+	empty := config.NewEnvFrom(map[string]string{"D": "", "B": " "})
+	if got := empty.Duration("D", time.Minute); got != time.Minute || empty.Bool("B", true) != true || empty.Err() != nil {
+		t.Errorf("set but empty = %v, %v; want the defaults and no error", got, empty.Err())
+	}
 	if err := env.Err(); err != nil {
 		t.Fatalf("Err = %v", err)
 	}
