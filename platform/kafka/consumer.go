@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -109,7 +110,14 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 		ReadBackoffMin:    10 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
 		ErrorLogger: kafkago.LoggerFunc(func(format string, args ...any) {
-			logger.Warn("kafka reader: " + fmt.Sprintf(format, args...))
+			msg := fmt.Sprintf(format, args...)
+			if strings.Contains(msg, "i/o timeout") {
+				// A fetch that timed out under load; the reader reconnects and fetches again by
+				// itself, so it is no news to an operator (thousands of these in a burst).
+				logger.Debug("kafka reader: " + msg)
+				return
+			}
+			logger.Warn("kafka reader: " + msg)
 		}),
 	})
 	defer func() {
