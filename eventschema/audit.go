@@ -74,21 +74,21 @@ type startedAudit struct {
 	LoginMethod string    `json:"loginMethod"`
 	APIVersion  string    `json:"apiVersion"`
 	HasUserUUID bool      `json:"hasUserUuid"` // whether a user was named, not who
-	StartedAt   time.Time `json:"startedAt"`
+	StartedAt   auditTime `json:"startedAt"`
 }
 
 func auditStarted(e collection.Started) any {
 	return startedAudit{Company: e.Company, Product: string(e.Product), LoginMethod: e.LoginMethod,
-		APIVersion: e.APIVersion, HasUserUUID: e.UserUUID != "", StartedAt: e.StartedAt}
+		APIVersion: e.APIVersion, HasUserUUID: e.UserUUID != "", StartedAt: auditTime(e.StartedAt)}
 }
 
 // claimedAudit leaves the worker out: its id names a host of the operator's, which is no
 // business of the client's.
 type claimedAudit struct {
-	ClaimedAt time.Time `json:"claimedAt"`
+	ClaimedAt auditTime `json:"claimedAt"`
 }
 
-func auditClaimed(e collection.Claimed) any { return claimedAudit{ClaimedAt: e.ClaimedAt} }
+func auditClaimed(e collection.Claimed) any { return claimedAudit{ClaimedAt: auditTime(e.ClaimedAt)} }
 
 // statusChangedAudit is the move and what the new status asked for, in kinds and counts. The
 // message and the extra information are left out: they are the company's free text and the
@@ -100,22 +100,22 @@ type statusChangedAudit struct {
 	InstructionCount   int            `json:"instructionCount,omitempty"`
 	EIDOrderOpened     bool           `json:"eidOrderOpened,omitempty"`
 	Deadline           *deadlineAudit `json:"deadline,omitempty"`
-	ChangedAt          time.Time      `json:"changedAt"`
+	ChangedAt          auditTime      `json:"changedAt"`
 }
 
 type deadlineAudit struct {
 	Kind  string    `json:"kind"`
-	DueAt time.Time `json:"dueAt"`
+	DueAt auditTime `json:"dueAt"`
 }
 
 func auditStatusChanged(e collection.StatusChanged) any {
 	out := statusChangedAudit{From: string(e.From), To: string(e.To), RequiredInputTypes: e.RequiredInputTypes,
-		InstructionCount: len(e.InstructionRequestIDs), EIDOrderOpened: e.EIDOrder != nil, ChangedAt: e.ChangedAt}
+		InstructionCount: len(e.InstructionRequestIDs), EIDOrderOpened: e.EIDOrder != nil, ChangedAt: auditTime(e.ChangedAt)}
 	if out.InstructionCount == 0 && e.Personal != nil {
 		out.InstructionCount = len(e.Personal.Instructions)
 	}
 	if d := e.Deadline; d != nil {
-		out.Deadline = &deadlineAudit{Kind: string(d.Kind), DueAt: d.DueAt}
+		out.Deadline = &deadlineAudit{Kind: string(d.Kind), DueAt: auditTime(d.DueAt)}
 	}
 	return out
 }
@@ -125,11 +125,11 @@ func auditStatusChanged(e collection.StatusChanged) any {
 // collected data, and of the most sensitive kind.
 type dataAudit struct {
 	Counts      map[string]int `json:"counts"`
-	CollectedAt time.Time      `json:"collectedAt"`
+	CollectedAt auditTime      `json:"collectedAt"`
 }
 
 func auditInsurancesCollected(e collection.InsurancesCollected) any {
-	return dataAudit{Counts: map[string]int{"insurances": len(e.Insurances)}, CollectedAt: e.CollectedAt}
+	return dataAudit{Counts: map[string]int{"insurances": len(e.Insurances)}, CollectedAt: auditTime(e.CollectedAt)}
 }
 
 func auditWealthCollected(e collection.WealthCollected) any {
@@ -137,7 +137,7 @@ func auditWealthCollected(e collection.WealthCollected) any {
 		"pensions": len(e.Pensions), "investments": len(e.Investments), "loans": len(e.Loans),
 		"savings": len(e.Savings), "psd2CheckingAccounts": len(e.CheckingAccounts),
 		"psd2SavingsAccounts": len(e.SavingsAccounts), "psd2CreditCards": len(e.CreditCards),
-	}, CollectedAt: e.CollectedAt}
+	}, CollectedAt: auditTime(e.CollectedAt)}
 }
 
 // inputSuppliedAudit is what kind of input was accepted; the idempotency key and the request's
@@ -146,12 +146,12 @@ type inputSuppliedAudit struct {
 	Kind          string    `json:"kind"`
 	InputTypes    []string  `json:"inputTypes,omitempty"`
 	ResponseCount int       `json:"responseCount,omitempty"`
-	SuppliedAt    time.Time `json:"suppliedAt"`
+	SuppliedAt    auditTime `json:"suppliedAt"`
 }
 
 func auditInputSupplied(e collection.InputSupplied) any {
 	return inputSuppliedAudit{Kind: string(e.Kind), InputTypes: e.InputTypes, ResponseCount: len(e.RequestIDs),
-		SuppliedAt: e.SuppliedAt}
+		SuppliedAt: auditTime(e.SuppliedAt)}
 }
 
 // documentAudit describes a file without naming it: a file name can carry a person's name, and
@@ -160,11 +160,11 @@ type documentAudit struct {
 	Kind        string    `json:"kind"`
 	ContentType string    `json:"contentType"`
 	SizeBytes   int       `json:"sizeBytes"`
-	At          time.Time `json:"at"`
+	At          auditTime `json:"at"`
 }
 
 func auditDocument(d collection.Document) documentAudit {
-	return documentAudit{Kind: d.Kind, ContentType: d.ContentType, SizeBytes: d.Size, At: d.At}
+	return documentAudit{Kind: d.Kind, ContentType: d.ContentType, SizeBytes: d.Size, At: auditTime(d.At)}
 }
 
 func auditDocumentUploaded(e collection.DocumentUploaded) any   { return auditDocument(e.Document) }
@@ -172,24 +172,37 @@ func auditDocumentCollected(e collection.DocumentCollected) any { return auditDo
 
 type registeredAudit struct {
 	Sandbox      bool      `json:"sandbox"`
-	RegisteredAt time.Time `json:"registeredAt"`
+	RegisteredAt auditTime `json:"registeredAt"`
 }
 
 func auditRegistered(e client.Registered) any {
-	return registeredAudit{Sandbox: e.Sandbox, RegisteredAt: e.RegisteredAt}
+	return registeredAudit{Sandbox: e.Sandbox, RegisteredAt: auditTime(e.RegisteredAt)}
 }
 
 // apiKeyAudit names a key by its id, never by its hash.
 type apiKeyAudit struct {
 	KeyID     string     `json:"keyId"`
-	IssuedAt  *time.Time `json:"issuedAt,omitempty"`
-	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	IssuedAt  *auditTime `json:"issuedAt,omitempty"`
+	RevokedAt *auditTime `json:"revokedAt,omitempty"`
 }
 
 func auditAPIKeyIssued(e client.APIKeyIssued) any {
-	return apiKeyAudit{KeyID: e.KeyID, IssuedAt: &e.IssuedAt}
+	return apiKeyAudit{KeyID: e.KeyID, IssuedAt: ptr(auditTime(e.IssuedAt))}
 }
 
 func auditAPIKeyRevoked(e client.APIKeyRevoked) any {
-	return apiKeyAudit{KeyID: e.KeyID, RevokedAt: &e.RevokedAt}
+	return apiKeyAudit{KeyID: e.KeyID, RevokedAt: ptr(auditTime(e.RevokedAt))}
 }
+
+// auditTime is a time as the audit view shows it: RFC 3339 in UTC with milliseconds, as every
+// time of the API, whatever precision the event recorded.
+type auditTime time.Time
+
+// auditTimeLayout is the API's time format (httpapi.TimeFormat).
+const auditTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func (t auditTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format(auditTimeLayout) + `"`), nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -16,38 +16,38 @@ import (
 // auditSummaries is what the audit history shows of every stored example: the allowlist,
 // pinned. The examples carry every kind of value the history must not show.
 var auditSummaries = map[string]string{
-	"client.api-key-issued.v1":  `{"keyId":"k1","issuedAt":"2026-01-02T03:04:05Z"}`,
-	"client.api-key-revoked.v1": `{"keyId":"k1","revokedAt":"2026-01-03T03:04:05Z"}`,
-	"client.registered.v1":      `{"sandbox":true,"registeredAt":"2026-01-02T03:04:05Z"}`,
-	"collection.claimed.v1":     `{"claimedAt":"2026-01-02T03:04:05.7Z"}`,
+	"client.api-key-issued.v1":  `{"keyId":"k1","issuedAt":"2026-01-02T03:04:05.000Z"}`,
+	"client.api-key-revoked.v1": `{"keyId":"k1","revokedAt":"2026-01-03T03:04:05.000Z"}`,
+	"client.registered.v1":      `{"sandbox":true,"registeredAt":"2026-01-02T03:04:05.000Z"}`,
+	"collection.claimed.v1":     `{"claimedAt":"2026-01-02T03:04:05.700Z"}`,
 	"collection.document-collected.v1": `{"kind":"FRENCH_CAREER_STATEMENT","contentType":"application/pdf","sizeBytes":8,` +
-		`"at":"2026-01-02T03:04:05Z"}`,
-	"collection.document-uploaded.v1": `{"kind":"UPLOADED_PDF","contentType":"application/pdf","sizeBytes":8,"at":"2026-01-02T03:04:05Z"}`,
+		`"at":"2026-01-02T03:04:05.000Z"}`,
+	"collection.document-uploaded.v1": `{"kind":"UPLOADED_PDF","contentType":"application/pdf","sizeBytes":8,"at":"2026-01-02T03:04:05.000Z"}`,
 	"collection.input-supplied.v1": `{"kind":"COLLECTION_INPUT","inputTypes":["EMAIL","MOBILE_PHONE_NUMBER"],` +
-		`"suppliedAt":"2026-01-02T03:04:07Z"}`,
-	"collection.input-supplied.v1.responses": `{"kind":"CLIENT_RESPONSES","responseCount":1,"suppliedAt":"2026-01-02T03:04:07Z"}`,
+		`"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
+	"collection.input-supplied.v1.responses": `{"kind":"CLIENT_RESPONSES","responseCount":1,"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
 	"collection.insurances-collected.v1": `{"counts":{"insurances":2},` +
-		`"collectedAt":"2026-01-02T03:04:08Z"}`,
+		`"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 	"collection.started.v1": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
 		`"apiVersion":"2025-01-01","hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`,
 	"collection.started.v2": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
 		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
-	"collection.status-changed.v1": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06Z"}`,
+	"collection.status-changed.v1": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06.000Z"}`,
 	"collection.status-changed.v1.eid-order": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","eidOrderOpened":true,` +
-		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.5Z"},"changedAt":"2026-01-02T03:04:05.5Z"}`,
+		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.500Z"},"changedAt":"2026-01-02T03:04:05.500Z"}`,
 	"collection.status-changed.v1.input": `{"from":"LOGIN","to":"COLLECTION_INPUT_PENDING","requiredInputTypes":["EMAIL"],` +
-		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05Z"},"changedAt":"2026-01-02T03:04:05Z"}`,
+		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05.000Z"},"changedAt":"2026-01-02T03:04:05.000Z"}`,
 	"collection.status-changed.v1.instructions": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","instructionCount":1,` +
-		`"changedAt":"2026-01-02T03:04:05Z"}`,
-	"collection.status-changed.v2": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06Z"}`,
+		`"changedAt":"2026-01-02T03:04:05.000Z"}`,
+	"collection.status-changed.v2": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06.000Z"}`,
 	"collection.status-changed.v2.eid-order": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","eidOrderOpened":true,` +
-		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.5Z"},"changedAt":"2026-01-02T03:04:05.5Z"}`,
+		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.500Z"},"changedAt":"2026-01-02T03:04:05.500Z"}`,
 	"collection.status-changed.v2.input": `{"from":"LOGIN","to":"COLLECTION_INPUT_PENDING","requiredInputTypes":["EMAIL"],` +
-		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05Z"},"changedAt":"2026-01-02T03:04:05Z"}`,
+		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05.000Z"},"changedAt":"2026-01-02T03:04:05.000Z"}`,
 	"collection.status-changed.v2.instructions": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","instructionCount":2,` +
-		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:05:05Z"},"changedAt":"2026-01-02T03:04:05Z"}`,
+		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:05:05.000Z"},"changedAt":"2026-01-02T03:04:05.000Z"}`,
 	"collection.wealth-collected.v1": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
-		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08Z"}`,
+		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 }
 
 // neverAudited are values of the stored examples that the audit history must never show:

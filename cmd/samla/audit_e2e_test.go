@@ -45,6 +45,9 @@ func collectedValues(v any, key string, out map[string]bool) {
 	}
 }
 
+// apiTime is how the API writes times (httpapi.TimeFormat).
+var apiTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
 // fingerprint matches a hex SHA-256 (a request hash, a key hash, a file's digest).
 var fingerprint = regexp.MustCompile(`[0-9a-f]{64}`)
 
@@ -154,6 +157,8 @@ func payloadLeaves(t *testing.T, h historyBody) (texts []string, numbers map[flo
 		case string:
 			if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
 				texts = append(texts, v)
+			} else if !apiTime.MatchString(v) {
+				t.Errorf("a time of the history is not in the API's format (UTC, milliseconds): %s", v)
 			}
 		case float64:
 			numbers[v] = true
