@@ -1,0 +1,209 @@
+package user_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/domaintest"
+	"github.com/samla/samla/domain/user"
+)
+
+var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+const userID = "0190f4a2-7c1e-7b3a-9a51-2f1e3d4c5b6a"
+
+func created() user.Created {
+	return user.Created{UserUUID: userID, ClientID: "acme", RequestHash: "hash-1", CreatedAt: now,
+		Personal: &user.CreatedPerson{ExternalID: "customer-42"}}
+}
+
+func createReq() user.CreateRequest {
+	return user.CreateRequest{UserUUID: userID, ClientID: "acme", ExternalID: "customer-42", RequestHash: "hash-1"}
+}
+
+func TestCreate(t *testing.T) {
+	t.Run("records the user with its externalId in the personal part", func(t *testing.T) {
+		domaintest.For(t, user.Kind).
+			When(func(u *user.User) error { return u.Create(createReq(), now.In(time.FixedZone("CET", 3600))) }).
+			Then(created())
+	})
+	t.Run("a user that exists is a conflict", func(t *testing.T) {
+		domaintest.For(t, user.Kind).Given(created()).
+			When(func(u *user.User) error { return u.Create(createReq(), now) }).
+			ThenError(domain.ErrConflict)
+	})
+	for _, tc := range []struct {
+		name, externalID string
+	}{
+		{"empty", ""},
+		{"too long", strings.Repeat("x", user.MaxExternalIDLength+1)},
+		{"a control character", "customer\n42"},
+		{"a tab", "customer\t42"},
+		{"not UTF-8", "customer\xff42"},
+		{"a replacement character", "customer\uFFFD42"},
+		{"a format character", "customer\u200B42"},
+	} {
+		t.Run("an externalId that is "+tc.name+" is refused", func(t *testing.T) {
+			req := createReq()
+			req.ExternalID = tc.externalID
+			domaintest.For(t, user.Kind).
+				When(func(u *user.User) error { return u.Create(req, now) }).
+				ThenFieldError(user.FieldExternalID)
+		})
+	}
+	t.Run("the longest externalId, in characters, and any printable text are taken as they are", func(t *testing.T) {
+		req := createReq()
+		req.ExternalID = " " + strings.Repeat("å", user.MaxExternalIDLength-2) + " "
+		want := created()
+		want.Personal.ExternalID = req.ExternalID
+		domaintest.For(t, user.Kind).
+			When(func(u *user.User) error { return u.Create(req, now) }).
+			Then(want)
+	})
+	t.Run("ids are required", func(t *testing.T) {
+		noUser, noClient := createReq(), createReq()
+		noUser.UserUUID, noClient.ClientID = "", ""
+		domaintest.For(t, user.Kind).When(func(u *user.User) error { return u.Create(noUser, now) }).ThenFieldError(user.FieldUserUUID)
+		domaintest.For(t, user.Kind).When(func(u *user.User) error { return u.Create(noClient, now) }).ThenFieldError(user.FieldClientID)
+	})
+}
+
+func TestDelete(t *testing.T) {
+	later := now.Add(time.Hour)
+	t.Run("records the deletion", func(t *testing.T) {
+		domaintest.For(t, user.Kind).Given(created()).
+			When(func(u *user.User) error { return u.Delete(later) }).
+			Then(user.Deleted{DeletedAt: later})
+	})
+	t.Run("deleting a deleted user records nothing", func(t *testing.T) {
+		domaintest.For(t, user.Kind).Given(created(), user.Deleted{DeletedAt: later}).
+			When(func(u *user.User) error { return u.Delete(later.Add(time.Hour)) }).
+			Then()
+	})
+	t.Run("a user that was never created cannot be deleted", func(t *testing.T) {
+		domaintest.For(t, user.Kind).
+			When(func(u *user.User) error { return u.Delete(later) }).
+			ThenError(user.ErrNotCreated)
+	})
+}
+
+func TestState(t *testing.T) {
+	u := user.Kind.New()
+	if err := domain.Rehydrate(u, created()); err != nil {
+		t.Fatal(err)
+	}
+	if !u.Exists() || u.ID() != userID || u.ClientID() != "acme" || u.ExternalID() != "customer-42" ||
+		u.RequestHash() != "hash-1" || !u.CreatedAt().Equal(now) || u.Deleted() || !u.Live("acme") || u.Live("globex") {
+		t.Fatalf("created user %+v", u)
+	}
+	if u.DataSubject() != "user-"+userID {
+		t.Fatalf("data subject %q", u.DataSubject())
+	}
+	if err := domain.Rehydrate(u, user.Deleted{DeletedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if !u.Deleted() || u.Live("acme") || !u.DeletedAt().Equal(now) {
+		t.Fatalf("deleted user %+v", u)
+	}
+
+	// An erased user's created event has no personal part: it folds, without an externalId.
+	erased := created()
+	erased.Personal = nil
+	e := user.Kind.New()
+	if err := domain.Rehydrate(e, erased); err != nil {
+		t.Fatal(err)
+	}
+	if e.ExternalID() != "" || !e.Exists() {
+		t.Fatalf("erased user %+v", e)
+	}
+	if err := domain.Rehydrate(user.Kind.New(), user.ExternalIDReserved{}); err == nil {
+		t.Fatal("a user applied a reservation's event")
+	}
+}
+
+func reserved(userUUID string) user.ExternalIDReserved {
+	return user.ExternalIDReserved{ClientID: "acme", UserUUID: userUUID, RequestHash: "hash-1", ReservedAt: now}
+}
+
+func TestReserve(t *testing.T) {
+	const other = "0190f4a2-0000-7b3a-9a51-2f1e3d4c5b6a"
+	t.Run("a free externalId is reserved", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).
+			When(func(r *user.Reservation) error { return r.Reserve("acme", userID, "hash-1", now) }).
+			Then(reserved(userID))
+	})
+	t.Run("its holder gets it again without a new event", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
+			When(func(r *user.Reservation) error { return r.Reserve("acme", userID, "hash-2", now) }).
+			Then()
+	})
+	t.Run("another user is refused and told who holds it", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
+			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
+			ThenError(user.ErrExternalIDTaken)
+		r := user.ReservationKind.New()
+		if err := domain.Rehydrate(r, reserved(userID)); err != nil {
+			t.Fatal(err)
+		}
+		var taken *user.TakenError
+		if err := r.Reserve("acme", other, "hash-2", now); !errors.As(err, &taken) || taken.Holder.UserUUID != userID ||
+			taken.Holder.RequestHash != "hash-1" || !taken.Holder.ReservedAt.Equal(now) || !errors.Is(err, domain.ErrConflict) {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("a released externalId is reserved again", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).
+			Given(reserved(userID), user.ExternalIDReleased{UserUUID: userID, ReleasedAt: now}).
+			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
+			Then(user.ExternalIDReserved{ClientID: "acme", UserUUID: other, RequestHash: "hash-2", ReservedAt: now})
+	})
+	t.Run("a reservation needs a user and a client", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).
+			When(func(r *user.Reservation) error { return r.Reserve("acme", "", "hash-1", now) }).
+			ThenError(domain.ErrInvalid)
+	})
+}
+
+func TestRelease(t *testing.T) {
+	const other = "0190f4a2-0000-7b3a-9a51-2f1e3d4c5b6a"
+	t.Run("its holder releases it", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
+			When(func(r *user.Reservation) error { return r.Release(userID, now) }).
+			Then(user.ExternalIDReleased{UserUUID: userID, ReleasedAt: now})
+	})
+	t.Run("a late release never frees the next holder's externalId", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).
+			Given(reserved(userID), user.ExternalIDReleased{UserUUID: userID, ReleasedAt: now}, reserved(other)).
+			When(func(r *user.Reservation) error { return r.Release(userID, now) }).
+			Then()
+	})
+	t.Run("releasing a free externalId records nothing", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).
+			When(func(r *user.Reservation) error { return r.Release(userID, now) }).
+			Then()
+	})
+}
+
+func TestExternalIDKey(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	k := user.ExternalIDKey(secret, "acme", "customer-42")
+	if len(k) != 64 || strings.Contains(k, "customer") {
+		t.Fatalf("key %q", k)
+	}
+	for _, other := range []string{
+		user.ExternalIDKey(secret, "globex", "customer-42"),                                  // another client
+		user.ExternalIDKey(secret, "acme", "customer-43"),                                    // another externalId
+		user.ExternalIDKey([]byte("another secret 0123456789abcdef"), "acme", "customer-42"), // another deployment
+		user.ExternalIDKey(secret, "acme\x00customer-42", ""),                                // the parts do not run into each other
+	} {
+		if other == k {
+			t.Fatalf("keys collide: %s", k)
+		}
+	}
+	if user.ExternalIDKey(secret, "acme", "customer-42") != k {
+		t.Fatal("the key is not stable")
+	}
+}
