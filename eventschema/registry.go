@@ -14,6 +14,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 )
 
 //go:embed schemas
@@ -75,6 +76,12 @@ func NewRegistry() (*Registry, error) {
 		{name: client.EventRegistered, current: 1, decode: decoder[client.Registered](), audit: summarise(auditRegistered)},
 		{name: client.EventAPIKeyIssued, current: 1, decode: decoder[client.APIKeyIssued](), audit: summarise(auditAPIKeyIssued)},
 		{name: client.EventAPIKeyRevoked, current: 1, decode: decoder[client.APIKeyRevoked](), audit: summarise(auditAPIKeyRevoked)},
+		{name: user.EventCreated, current: 1, decode: decoder[user.Created](), audit: summarise(auditUserCreated)},
+		{name: user.EventDeleted, current: 1, decode: decoder[user.Deleted](), audit: summarise(auditUserDeleted)},
+		{name: user.EventExternalIDReserved, current: 1, decode: decoder[user.ExternalIDReserved](),
+			audit: summarise(auditExternalIDReserved)},
+		{name: user.EventExternalIDReleased, current: 1, decode: decoder[user.ExternalIDReleased](),
+			audit: summarise(auditExternalIDReleased)},
 	}
 	compiler := jsonschema.NewCompiler()
 	for _, d := range defs {
@@ -191,8 +198,13 @@ func (r *Registry) Upcast(typ string, version int, payload json.RawMessage) (jso
 	return payload, nil
 }
 
-// Decode turns a stored envelope into its domain event, upcasting old versions on read.
+// Decode turns a stored envelope into its domain event, upcasting old versions on read. The
+// envelope must be opened first (OpenPersonal): a sealed personal member is ErrSealed, never
+// decoded as if the event carried no personal data.
 func (r *Registry) Decode(env Envelope) (domain.Event, error) {
+	if PersonalSealed(env.Payload) {
+		return nil, fmt.Errorf("decode %s v%d at %s/%d: %w", env.Type, env.SchemaVersion, env.Stream, env.Revision, ErrSealed)
+	}
 	payload, err := r.Upcast(env.Type, env.SchemaVersion, env.Payload)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,150 @@
+package keystore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/samla/samla/eventschema"
+)
+
+const (
+	// DefaultCacheTTL bounds how long a cached key outlives its erasure in a process that did
+	// not destroy it (another replica): after an erasure elsewhere, this process may open the
+	// subject's data for at most this long. The process that destroys a key drops it at once.
+	DefaultCacheTTL = 30 * time.Second
+	// DefaultCacheSize bounds how many subjects the cache holds: a few MiB at most.
+	DefaultCacheSize = 10000
+)
+
+// Cache is a bounded in-memory cache in front of a key store, so that a status poll or a
+// projection does not ask the store for the same key every time. Keys expire after the TTL;
+// erasures are cached for good (an erased subject never comes back), and Destroy through the
+// cache drops the key at once. When full, an arbitrary entry gives way. Lost keys
+// (eventschema.ErrKeyNotFound) and errors are never cached.
+type Cache struct {
+	inner eventschema.Keys
+	ttl   time.Duration
+	size  int
+	now   func() time.Time
+
+	mu      sync.RWMutex
+	entries map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	key     eventschema.Key
+	erased  bool
+	expires time.Time
+}
+
+var _ eventschema.Keys = (*Cache)(nil)
+
+// CacheOption adjusts a Cache.
+type CacheOption func(*Cache)
+
+// WithCacheClock sets the clock the TTL is measured on (time.Now by default).
+func WithCacheClock(now func() time.Time) CacheOption { return func(c *Cache) { c.now = now } }
+
+// NewCache caches inner's keys for ttl (DefaultCacheTTL when <= 0), at most size subjects
+// (DefaultCacheSize when <= 0).
+func NewCache(inner eventschema.Keys, ttl time.Duration, size int, opts ...CacheOption) *Cache {
+	if ttl <= 0 {
+		ttl = DefaultCacheTTL
+	}
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	c := &Cache{inner: inner, ttl: ttl, size: size, now: time.Now, entries: map[string]cacheEntry{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// GetOrCreate implements eventschema.Keys.
+func (c *Cache) GetOrCreate(ctx context.Context, subject string) (eventschema.Key, error) {
+	if k, err, ok := c.cached(subject); ok {
+		return k, err
+	}
+	k, err := c.inner.GetOrCreate(ctx, subject)
+	c.remember(subject, k, err)
+	return k, err
+}
+
+// Get implements eventschema.Keys.
+func (c *Cache) Get(ctx context.Context, subject string) (eventschema.Key, error) {
+	if k, err, ok := c.cached(subject); ok {
+		return k, err
+	}
+	k, err := c.inner.Get(ctx, subject)
+	c.remember(subject, k, err)
+	return k, err
+}
+
+// Destroy implements eventschema.Keys: the key leaves the cache before the store destroys it,
+// and the erasure is cached once the store has.
+func (c *Cache) Destroy(ctx context.Context, subject string) error {
+	c.mu.Lock()
+	delete(c.entries, subject)
+	c.mu.Unlock()
+	if err := c.inner.Destroy(ctx, subject); err != nil {
+		return err
+	}
+	c.remember(subject, eventschema.Key{}, eventschema.ErrSubjectErased)
+	return nil
+}
+
+func (c *Cache) cached(subject string) (eventschema.Key, error, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[subject]
+	c.mu.RUnlock()
+	switch {
+	case !ok:
+		return eventschema.Key{}, nil, false
+	case e.erased:
+		return eventschema.Key{}, erasedError(subject), true
+	case c.now().Before(e.expires):
+		return e.key, nil, true
+	}
+	return eventschema.Key{}, nil, false
+}
+
+func erasedError(subject string) error {
+	return &subjectError{subject: subject, err: eventschema.ErrSubjectErased}
+}
+
+type subjectError struct {
+	subject string
+	err     error
+}
+
+func (e *subjectError) Error() string { return e.subject + ": " + e.err.Error() }
+func (e *subjectError) Unwrap() error { return e.err }
+
+func (c *Cache) remember(subject string, k eventschema.Key, err error) {
+	var e cacheEntry
+	switch {
+	case errors.Is(err, eventschema.ErrSubjectErased):
+		e.erased = true
+	case err != nil:
+		return
+	default:
+		e.key, e.expires = k, c.now().Add(c.ttl)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.entries[subject]
+	if ok && old.erased {
+		// An erasure is for good: a read that raced Destroy must not bring the key back.
+		return
+	}
+	if !ok && len(c.entries) >= c.size {
+		for s := range c.entries { // map order is random: an arbitrary entry gives way
+			delete(c.entries, s)
+			break
+		}
+	}
+	c.entries[subject] = e
+}

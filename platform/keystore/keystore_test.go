@@ -1,0 +1,111 @@
+package keystore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
+	"github.com/samla/samla/platform/keystore/keystoretest"
+)
+
+func TestMemory(t *testing.T) {
+	keystoretest.Run(t, func(t *testing.T) keystoretest.Store { return keystore.NewMemory() })
+}
+
+// cachedStore is the cache in front of a memory store, closed with it.
+type cachedStore struct {
+	*keystore.Cache
+	inner *keystore.Memory
+}
+
+func (c cachedStore) Close() error { return c.inner.Close() }
+
+func TestCacheKeepsTheContract(t *testing.T) {
+	keystoretest.Run(t, func(t *testing.T) keystoretest.Store {
+		// A TTL of a nanosecond: a closed store is asked, not the cache.
+		inner := keystore.NewMemory()
+		return cachedStore{Cache: keystore.NewCache(inner, time.Nanosecond, 0), inner: inner}
+	})
+}
+
+// countingKeys counts the calls that reach the store.
+type countingKeys struct {
+	eventschema.Keys
+	gets int
+}
+
+func (c *countingKeys) Get(ctx context.Context, subject string) (eventschema.Key, error) {
+	c.gets++
+	return c.Keys.Get(ctx, subject)
+}
+
+func TestCacheAnswersRepeatedGetsAndDropsADestroyedKeyAtOnce(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingKeys{Keys: keystore.NewMemory()}
+	c := keystore.NewCache(inner, time.Hour, 0)
+	k, err := c.GetOrCreate(ctx, "user-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		got, err := c.Get(ctx, "user-1")
+		if err != nil || got.ID() != k.ID() {
+			t.Fatalf("get = %v, %v", got, err)
+		}
+	}
+	if inner.gets != 0 {
+		t.Fatalf("%d gets reached the store; the cache should have answered", inner.gets)
+	}
+	if err := c.Destroy(ctx, "user-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "user-1"); !errors.Is(err, eventschema.ErrSubjectErased) {
+		t.Fatalf("get after destroy: %v", err)
+	}
+	// A lost key is asked again every time: the store may come back.
+	for range 2 {
+		if _, err := c.Get(ctx, "user-unknown"); !errors.Is(err, eventschema.ErrKeyNotFound) {
+			t.Fatalf("unknown: %v", err)
+		}
+	}
+	if inner.gets != 2 {
+		t.Fatalf("lost keys were cached: %d gets", inner.gets)
+	}
+}
+
+// TestCacheBound: a key destroyed by another process is served from the cache for at most the
+// TTL; the cache holds at most its size.
+func TestCacheBound(t *testing.T) {
+	ctx := context.Background()
+	inner := keystore.NewMemory()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := keystore.NewCache(inner, 30*time.Second, 2, keystore.WithCacheClock(func() time.Time { return now }))
+	if _, err := c.GetOrCreate(ctx, "user-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := inner.Destroy(ctx, "user-1"); err != nil { // another process's erasure
+		t.Fatal(err)
+	}
+	now = now.Add(29 * time.Second)
+	if _, err := c.Get(ctx, "user-1"); err != nil {
+		t.Fatalf("within the TTL the cached key answers: %v", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := c.Get(ctx, "user-1"); !errors.Is(err, eventschema.ErrSubjectErased) {
+		t.Fatalf("past the TTL the cache still serves a destroyed key: %v", err)
+	}
+	// The size bound: three subjects in a cache of two still answer correctly.
+	for _, s := range []string{"user-a", "user-b", "user-c"} {
+		if _, err := c.GetOrCreate(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []string{"user-a", "user-b", "user-c"} {
+		if _, err := c.Get(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
