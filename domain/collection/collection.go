@@ -102,6 +102,19 @@ func (c *Collection) Deadline() *Deadline { return c.current.Deadline }
 // SuppliedInput is the input accepted for the current status, nil when none was.
 func (c *Collection) SuppliedInput() *InputSupplied { return c.supplied }
 
+// DataSubject is whose personal data the collection's events carry: its user's when it has one,
+// else the collection's own (domain.UserSubject, domain.CollectionSubject).
+func (c *Collection) DataSubject() string { return DataSubject(c.id, c.userUUID) }
+
+// DataSubject is the data subject of the collection with this id and user ("" for none), for
+// the read models, which know both but not the aggregate.
+func DataSubject(collectionID, userUUID string) string {
+	if userUUID != "" {
+		return domain.UserSubject(userUUID)
+	}
+	return domain.CollectionSubject(collectionID)
+}
+
 // Exists reports whether the collection has been started (Version, from domain.Root, counts
 // its events).
 func (c *Collection) Exists() bool { return c.Version() > 0 }

@@ -235,3 +235,19 @@ func TestRecordInsurances(t *testing.T) {
 		}).ThenError(domain.ErrInvalid)
 	})
 }
+
+func TestDataSubject(t *testing.T) {
+	withUser, withoutUser := collection.Kind.New(), collection.Kind.New()
+	company := collection.Company{ID: "se-demo-insurer", Available: true}
+	if err := withUser.Start(collection.StartRequest{CollectionID: "c1", ClientID: "acme", Company: company,
+		LoginMethod: "M", UserUUID: "u1"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := withoutUser.Start(collection.StartRequest{CollectionID: "c2", ClientID: "acme", Company: company,
+		LoginMethod: "M"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if withUser.DataSubject() != "user-u1" || withoutUser.DataSubject() != "collection-c2" {
+		t.Fatalf("subjects %q, %q", withUser.DataSubject(), withoutUser.DataSubject())
+	}
+}

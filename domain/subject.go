@@ -1,0 +1,13 @@
+package domain
+
+// A data subject is whose personal data an event carries: each subject's personal data is
+// sealed under a key of its own, so that destroying the key erases it everywhere
+// (crypto-shredding). An aggregate whose events carry personal data implements
+// DataSubject() string with the rules below; the repository seals what it appends under it.
+
+// UserSubject is the data subject of a user, and of every collection made for that user.
+func UserSubject(userUUID string) string { return "user-" + userUUID }
+
+// CollectionSubject is the data subject of a collection that names no user: the collection
+// is all Samla knows of the person.
+func CollectionSubject(collectionID string) string { return "collection-" + collectionID }
