@@ -9,6 +9,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 )
 
 // The audit history (GET /collections/{id}/events, and the event_history_v2 table analysts query)
@@ -192,6 +193,40 @@ func auditAPIKeyIssued(e client.APIKeyIssued) any {
 
 func auditAPIKeyRevoked(e client.APIKeyRevoked) any {
 	return apiKeyAudit{KeyID: e.KeyID, RevokedAt: ptr(auditTime(e.RevokedAt))}
+}
+
+// The user events show when, and nothing of whom: the user's id is in the stream's name already,
+// the externalId is personal data, and the request fingerprint could confirm a guessed one.
+
+type userCreatedAudit struct {
+	CreatedAt auditTime `json:"createdAt"`
+}
+
+func auditUserCreated(e user.Created) any { return userCreatedAudit{CreatedAt: auditTime(e.CreatedAt)} }
+
+type userDeletedAudit struct {
+	DeletedAt auditTime `json:"deletedAt"`
+}
+
+func auditUserDeleted(e user.Deleted) any { return userDeletedAudit{DeletedAt: auditTime(e.DeletedAt)} }
+
+// The externalId reservations' stream is named by a keyed hash of the externalId; naming the
+// user beside it would make that hash a key to the user, so a summary says only when.
+
+type externalIDReservedAudit struct {
+	ReservedAt auditTime `json:"reservedAt"`
+}
+
+func auditExternalIDReserved(e user.ExternalIDReserved) any {
+	return externalIDReservedAudit{ReservedAt: auditTime(e.ReservedAt)}
+}
+
+type externalIDReleasedAudit struct {
+	ReleasedAt auditTime `json:"releasedAt"`
+}
+
+func auditExternalIDReleased(e user.ExternalIDReleased) any {
+	return externalIDReleasedAudit{ReleasedAt: auditTime(e.ReleasedAt)}
 }
 
 // auditTime is a time as the audit view shows it: RFC 3339 in UTC with milliseconds, as every

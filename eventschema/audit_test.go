@@ -46,6 +46,11 @@ var auditSummaries = map[string]string{
 		`"deadline":{"kind":"COLLECTION_INPUT","dueAt":"2026-01-02T03:06:05.000Z"},"changedAt":"2026-01-02T03:04:05.000Z"}`,
 	"collection.status-changed.v2.instructions": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","instructionCount":2,` +
 		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:05:05.000Z"},"changedAt":"2026-01-02T03:04:05.000Z"}`,
+	"externalid.released.v1": `{"releasedAt":"2026-01-03T03:04:05.000Z"}`,
+	"externalid.reserved.v1": `{"reservedAt":"2026-01-02T03:04:05.678Z"}`,
+	"user.created.v1":        `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
+	"user.created.v1.erased": `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
+	"user.deleted.v1":        `{"deletedAt":"2026-01-03T03:04:05.000Z"}`,
 	"collection.wealth-collected.v1": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
 		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 }

@@ -64,8 +64,11 @@ func Category(stream string) string {
 func Topic(category string) string { return "samla." + category + ".events" }
 
 // Categories lists every stream category Samla writes, and so every topic the relay feeds.
+// "externalid" holds the users' externalId reservations (domain/user), whose streams are named
+// by a keyed hash: they travel on a topic of their own, so that a consumer of users' events
+// never has to tell them apart.
 func Categories() []string {
-	return []string{"collection", "cancellation", "consent", "user", "client"}
+	return []string{"collection", "cancellation", "consent", "user", "externalid", "client"}
 }
 
 // Topics lists the topics of every category.
