@@ -119,10 +119,7 @@ func (u *User) Live(clientID string) bool {
 
 // DataSubject is whose personal data the user's events carry: the user's own. The same subject
 // covers the personal data of the user's collections, so that erasing the user erases them too.
-func (u *User) DataSubject() string { return DataSubject(u.id) }
-
-// DataSubject names the data subject of the user with this UUID.
-func DataSubject(userUUID string) string { return "user-" + userUUID }
+func (u *User) DataSubject() string { return domain.UserSubject(u.id) }
 
 // Apply folds one event; domain.Record and domain.Rehydrate call it.
 func (u *User) Apply(e domain.Event) error {
