@@ -7,6 +7,7 @@ package repository
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,6 +52,7 @@ type settings struct {
 	now           func() time.Time
 	maxAttempts   int
 	appendTimeout time.Duration
+	keys          eventschema.Keys
 }
 
 // WithClock sets the clock of the envelopes' occurred-at; the default is time.Now.
@@ -62,6 +64,16 @@ func WithMaxAttempts(n int) Option { return func(s *settings) { s.maxAttempts = 
 
 // WithAppendTimeout bounds one append (DefaultAppendTimeout when d <= 0).
 func WithAppendTimeout(d time.Duration) Option { return func(s *settings) { s.appendTimeout = d } }
+
+// WithKeys seals the personal member of every event appended under the aggregate's data subject
+// and opens it on Load (crypto-shredding, eventschema.SealPersonal). Every repository of the
+// running service has it; without it events are stored as the registry encodes them, which
+// only tests that look at plain payloads want, and a sealed stream does not load.
+func WithKeys(keys eventschema.Keys) Option { return func(s *settings) { s.keys = keys } }
+
+// dataSubject is implemented by the aggregates whose events carry personal data (a collection,
+// a user): the subject their personal data is sealed under (domain.UserSubject and the like).
+type dataSubject interface{ DataSubject() string }
 
 // Repository loads and updates the aggregates of one kind.
 type Repository[A domain.Aggregate] struct {
@@ -99,6 +111,10 @@ func (r *Repository[A]) Load(ctx context.Context, id string) (A, error) {
 		return agg, nil
 	}
 	if err != nil {
+		var zero A
+		return zero, fmt.Errorf("load %s: %w", stream, err)
+	}
+	if err := r.open(ctx, envs); err != nil {
 		var zero A
 		return zero, fmt.Errorf("load %s: %w", stream, err)
 	}
@@ -165,7 +181,7 @@ func (r *Repository[A]) Update(ctx context.Context, id string, meta Meta, decide
 		if len(recorded) == 0 {
 			return agg, eventstore.AppendResult{}, nil
 		}
-		res, err := r.append(ctx, stream, agg.StoredVersion(), meta, recorded)
+		res, err := r.append(ctx, stream, agg.StoredVersion(), meta, subjectOf(agg), recorded)
 		if err == nil {
 			domain.MarkStored(agg)
 			return agg, res, nil
@@ -178,13 +194,60 @@ func (r *Repository[A]) Update(ctx context.Context, id string, meta Meta, decide
 	return zero, eventstore.AppendResult{}, fmt.Errorf("update %s: gave up after %d conflicting attempts: %w", stream, r.maxAttempts, conflict)
 }
 
+// subjectOf is the aggregate's data subject, "" for one whose events carry no personal data.
+func subjectOf(agg any) string {
+	if s, ok := agg.(dataSubject); ok {
+		return s.DataSubject()
+	}
+	return ""
+}
+
+// open replaces the sealed personal members of envs with the plain ones; an erased subject's
+// events lose theirs. A lost key is an error: nothing is decided on an aggregate whose
+// personal data cannot be read.
+func (r *Repository[A]) open(ctx context.Context, envs []eventschema.Envelope) error {
+	if r.keys == nil {
+		return nil
+	}
+	for i := range envs {
+		payload, _, err := eventschema.OpenPersonal(ctx, r.keys, envs[i].Payload)
+		if err != nil {
+			return fmt.Errorf("%s at revision %d: %w", envs[i].Type, envs[i].Revision, err)
+		}
+		envs[i].Payload = payload
+	}
+	return nil
+}
+
+// seal seals the personal member of an encoded event under subject. An erased subject's event
+// is appended without it: the rest of the event still happened.
+func (r *Repository[A]) seal(ctx context.Context, subject, typ string, payload json.RawMessage) (json.RawMessage, error) {
+	if r.keys == nil || !eventschema.PlainPersonal(payload) {
+		return payload, nil
+	}
+	if subject == "" {
+		// Personal data with no subject to seal it under would be stored in plain text forever.
+		return nil, fmt.Errorf("%s carries personal data, but its aggregate names no data subject", typ)
+	}
+	sealed, _, err := eventschema.SealPersonal(ctx, r.keys, subject, payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", typ, err)
+	}
+	return sealed, nil
+}
+
 // append stores events after the stream's first version events, whatever becomes of ctx.
-func (r *Repository[A]) append(ctx context.Context, stream string, version int, meta Meta, events []domain.Event) (eventstore.AppendResult, error) {
+func (r *Repository[A]) append(ctx context.Context, stream string, version int, meta Meta, subject string, events []domain.Event) (eventstore.AppendResult, error) {
 	envs := make([]eventschema.Envelope, 0, len(events))
 	now := r.now().UTC().Truncate(time.Millisecond)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.appendTimeout)
+	defer cancel()
 	for _, e := range events {
 		typ, schemaVersion, payload, err := r.registry.Encode(e)
 		if err != nil {
+			return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
+		}
+		if payload, err = r.seal(actx, subject, typ, payload); err != nil {
 			return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
 		}
 		envs = append(envs, eventschema.Envelope{
@@ -193,8 +256,6 @@ func (r *Repository[A]) append(ctx context.Context, stream string, version int, 
 			Actor: meta.Actor, Payload: payload,
 		})
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.appendTimeout)
-	defer cancel()
 	res, err := r.store.Append(actx, stream, eventstore.AfterVersion(version), envs)
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
