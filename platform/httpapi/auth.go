@@ -126,12 +126,16 @@ func (a *authCache) len() int {
 }
 
 // isPublicRoute reports the routes that answer without client authentication.
-func isPublicRoute(route string) bool { return route == "/health" }
+func isPublicRoute(route string) bool { return route == "/health" || route == JWKSPath }
 
-func authenticate(keys KeyLookup, cache *authCache) gin.HandlerFunc {
+func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if isPublicRoute(c.FullPath()) {
 			c.Next()
+			return
+		}
+		token, hasToken, ok := bearerToken(c, sessions)
+		if !ok {
 			return
 		}
 		sent := c.Request.Header.Values(HeaderAPIKey)
@@ -146,8 +150,19 @@ func authenticate(keys KeyLookup, cache *authCache) gin.HandlerFunc {
 		if len(sent) == 1 {
 			key = sent[0]
 		}
+		if key == "" && hasToken {
+			// The token alone: its audience is the client.
+			if authenticateSession(c, sessions, token, "") {
+				c.Next()
+			}
+			return
+		}
 		if key == "" {
-			unauthorized(c, "The Authorization-token header with an API key is required.")
+			detail := "The Authorization-token header with an API key is required."
+			if sessions.enabled() && sessionsIn(ServiceVersion(c)) {
+				detail = "The Authorization-token header with an API key, or a user's session token in Authorization: Bearer, is required."
+			}
+			unauthorized(c, detail)
 			return
 		}
 		hash := cacheKey(sha256.Sum256([]byte(key)))
@@ -176,6 +191,14 @@ func authenticate(keys KeyLookup, cache *authCache) gin.HandlerFunc {
 		}
 		if entry.clientID == "" {
 			unauthorized(c, "The API key is not valid.")
+			return
+		}
+		if hasToken {
+			// Both credentials: the key decides the client, and the token must be one of its
+			// users' sessions; the request then acts as that session.
+			if authenticateSession(c, sessions, token, entry.clientID) {
+				c.Next()
+			}
 			return
 		}
 		setClient(c, entry.clientID)

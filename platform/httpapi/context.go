@@ -20,6 +20,7 @@ type requestInfo struct {
 	requestID     string
 	correlationID string
 	clientID      string
+	session       *session // nil unless a session token authenticated the request
 	version       Version
 	logger        *slog.Logger
 }

@@ -32,6 +32,14 @@ type Options struct {
 	LargeBodyBudget int64
 	// Now is the clock of the auth cache and the rate limiter; nil means time.Now.
 	Now func() time.Time
+	// Sessions verifies users' session tokens (2026-04-01, Authorization: Bearer), and
+	// SessionUsers tells whether a token's user is still live; both or neither. Without them a
+	// request authenticates by API key only.
+	Sessions     SessionVerifier
+	SessionUsers SessionUsers
+	// JWKS, when set, is served at JWKSPath without authentication: the session tokens' public
+	// keys as a JWK Set (sessiontoken.KeySet.JWKSJSON).
+	JWKS []byte
 }
 
 // NewEngine builds the Gin engine every API role mounts its routes on, with the whole middleware
@@ -39,14 +47,18 @@ type Options struct {
 // wiring mistake that must stop the process at start, not a request-time condition.
 //
 // The chain, outermost first: request/correlation ids → metrics and access log → recovery →
-// Service-Version → header limits (431) → canonical path (404) → authentication → rate limit →
-// body limit → JSON content type. Metrics sit outside recovery so panics count as the 500s they
+// Service-Version → header limits (431) → canonical path (404) → authentication (API key and
+// user sessions, with the sessions' route scope: 403) → rate limit → body limit → JSON content
+// type. Metrics sit outside recovery so panics count as the 500s they
 // become; the version is negotiated before anything can refuse the request, so that even a 401
 // says which version it speaks. A listener serving the engine sets its http.Server's
 // MaxHeaderBytes to ServerMaxHeaderBytes, so that oversize headers reach the header limits.
 func NewEngine(opts Options) *gin.Engine {
 	if opts.Keys == nil {
 		panic("httpapi.NewEngine: Options.Keys is required")
+	}
+	if (opts.Sessions == nil) != (opts.SessionUsers == nil) {
+		panic("httpapi.NewEngine: Options.Sessions and Options.SessionUsers go together")
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -74,7 +86,8 @@ func NewEngine(opts Options) *gin.Engine {
 
 	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware,
 		limitHeaders, canonicalPath}
-	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now)))
+	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now),
+		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers}))
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))
 	}
@@ -93,6 +106,9 @@ func NewEngine(opts Options) *gin.Engine {
 			"The resource does not support this method; see the Allow header.")
 	})
 	e.GET("/health", Health)
+	if opts.JWKS != nil {
+		e.GET(JWKSPath, jwksHandler(opts.JWKS))
+	}
 	return e
 }
 

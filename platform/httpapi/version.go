@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/gin-gonic/gin"
 )
@@ -63,4 +64,16 @@ func versionMiddleware(c *gin.Context) {
 		return
 	}
 	c.Next()
+}
+
+// SinceVersion mounts a route from version v on: a request in an older version is answered
+// 404, as for a path that version does not have. Place it before the route's handlers.
+func SinceVersion(v Version) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if ServiceVersion(c) < v { // ISO dates order lexically
+			AbortProblem(c, http.StatusNotFound, CodeNotFound, "No such resource in this Service-Version.")
+			return
+		}
+		c.Next()
+	}
 }
