@@ -18,6 +18,7 @@ import (
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/collectiondata"
@@ -76,7 +77,8 @@ func (s *Service) registerRoutes(engine *gin.Engine) error {
 			s.log.Warn("idempotency fingerprints use a key generated into this data dir; give every command replica the same --fingerprint-key-file",
 				"key_file", filepath.Join(s.cfg.DataDir, FingerprintKeyFile))
 		}
-		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind), nil)
+		users := repository.New(s.store, s.registry, user.Kind)
+		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind), users, nil)
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key})
 	}
 	if s.roles.Query {

@@ -18,6 +18,7 @@ import (
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/domain/user"
 )
 
 // Catalog is the port to the company catalog (*company.Catalog, in domain/company, satisfies
@@ -32,6 +33,18 @@ type CollectionRepository interface {
 	Update(ctx context.Context, collectionID string, meta repository.Meta, decide func(*collection.Collection) error,
 		opts ...repository.UpdateOption) (*collection.Collection, eventstore.AppendResult, error)
 }
+
+// UserLookup is the port to the event-sourced users that a start checks its userUuid against
+// (*repository.Repository[*user.User], or UserRepository, satisfies it). The event store, not a
+// read model, answers: a user is usable the moment its creation was acknowledged.
+type UserLookup interface {
+	Load(ctx context.Context, userUUID string) (*user.User, error)
+}
+
+// ErrUnknownUser is a start for a userUuid that is not a live user of the client: unknown,
+// another client's, or deleted (HTTP 422 UNKNOWN_USER). The three are one error, so that a client
+// cannot tell another client's user from none.
+var ErrUnknownUser = fmt.Errorf("userUuid is not a live user of this client: %w", domain.ErrRefused)
 
 // StartCollection is the command to start a collection, already translated from whichever API
 // version the client spoke.
@@ -112,20 +125,26 @@ func CollectionIDForKey(tenant, key string) string {
 type CollectionService struct {
 	catalog Catalog
 	repo    CollectionRepository
+	users   UserLookup
 	now     func() time.Time
 }
 
-// NewCollectionService builds the service; now nil means time.Now.
-func NewCollectionService(cat Catalog, repo CollectionRepository, now func() time.Time) *CollectionService {
+// NewCollectionService builds the service; now nil means time.Now. users is required: without it
+// any well-formed userUuid would be accepted.
+func NewCollectionService(cat Catalog, repo CollectionRepository, users UserLookup, now func() time.Time) *CollectionService {
+	if users == nil {
+		panic("app.NewCollectionService: the user lookup is required")
+	}
 	if now == nil {
 		now = time.Now
 	}
-	return &CollectionService{catalog: cat, repo: repo, now: now}
+	return &CollectionService{catalog: cat, repo: repo, users: users, now: now}
 }
 
 // Start starts a collection, or, for a retry of an earlier request with the same Idempotency-Key
 // and content, returns that request's outcome. Invalid input is a *domain.FieldError naming the
-// StartCollection member (collection.Field*, FieldUserUUID).
+// StartCollection member (collection.Field*, FieldUserUUID); a userUuid that is not a live user
+// of the client is ErrUnknownUser, and nothing is recorded.
 func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Created, error) {
 	if cmd.Tenant == "" {
 		return Created{}, fmt.Errorf("start collection without a tenant: %w", domain.ErrInvalid)
@@ -174,6 +193,7 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 	}
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
 	var replayed *Created
+	userChecked := false
 	_, _, err = s.repo.Update(ctx, id, meta, func(c *collection.Collection) error {
 		replayed = nil
 		if cmd.IdempotencyKey != "" && c.Exists() {
@@ -186,6 +206,18 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 			}
 			replayed = &first
 			return nil
+		}
+		// The user is checked only for a collection about to start, so that a retry is
+		// answered as it was even after its user was deleted; once is enough for all rounds.
+		if cmd.UserUUID != "" && !userChecked {
+			u, err := s.users.Load(ctx, cmd.UserUUID)
+			if err != nil {
+				return fmt.Errorf("look up user: %w", err)
+			}
+			if !u.Live(cmd.Tenant) {
+				return ErrUnknownUser
+			}
+			userChecked = true
 		}
 		return c.Start(req, now)
 	}, opts...)

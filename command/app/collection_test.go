@@ -19,6 +19,7 @@ import (
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
 
@@ -28,6 +29,7 @@ type fixture struct {
 	store *memstore.Store
 	reg   *eventschema.Registry
 	repo  *repository.Repository[*collection.Collection]
+	users *repository.Repository[*user.User]
 	svc   *app.CollectionService
 }
 
@@ -39,14 +41,15 @@ func newFixture(t *testing.T) *fixture {
 	}
 	store := memstore.New()
 	repo := repository.New(store, reg, collection.Kind, repository.WithClock(func() time.Time { return testNow }))
-	return &fixture{store: store, reg: reg, repo: repo,
-		svc: app.NewCollectionService(sandbox.Catalog(), repo, func() time.Time { return testNow })}
+	users := repository.New(store, reg, user.Kind)
+	return &fixture{store: store, reg: reg, repo: repo, users: users,
+		svc: app.NewCollectionService(sandbox.Catalog(), repo, users, func() time.Time { return testNow })}
 }
 
 // serviceOn builds the service of f on another view of f's store.
 func (f *fixture) serviceOn(store repository.Store, now func() time.Time) *app.CollectionService {
 	repo := repository.New(store, f.reg, collection.Kind, repository.WithClock(now))
-	return app.NewCollectionService(sandbox.Catalog(), repo, now)
+	return app.NewCollectionService(sandbox.Catalog(), repo, repository.New(store, f.reg, user.Kind), now)
 }
 
 // personalNumber parses a test persona's number, which is valid.
@@ -261,7 +264,7 @@ func (brokenCatalog) Get(string) (company.Company, error) {
 
 func TestCatalogFaultIsNotAValidationError(t *testing.T) {
 	f := newFixture(t)
-	svc := app.NewCollectionService(brokenCatalog{}, f.repo, nil)
+	svc := app.NewCollectionService(brokenCatalog{}, f.repo, f.users, nil)
 	_, err := svc.Start(context.Background(), startCmd())
 	var invalid *domain.FieldError
 	if err == nil || errors.As(err, &invalid) || errors.Is(err, domain.ErrInvalid) {

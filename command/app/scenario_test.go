@@ -13,6 +13,7 @@ import (
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
 
@@ -21,7 +22,8 @@ import (
 
 func scenarioService(t *testing.T) (*commandtest.Scenario, *app.CollectionService) {
 	sc := commandtest.New(t, testNow)
-	return sc, app.NewCollectionService(sandbox.Catalog(), commandtest.Repository(sc, collection.Kind), sc.Clock())
+	return sc, app.NewCollectionService(sandbox.Catalog(), commandtest.Repository(sc, collection.Kind),
+		commandtest.Repository(sc, user.Kind), sc.Clock())
 }
 
 func startedWithKey(key string) collection.Started {

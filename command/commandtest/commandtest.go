@@ -5,7 +5,8 @@
 // the repository, the registry and the envelopes.
 //
 //	sc := commandtest.New(t, now)
-//	svc := app.NewCollectionService(catalog, commandtest.Repository(sc, collection.Kind), sc.Clock())
+//	svc := app.NewCollectionService(catalog, commandtest.Repository(sc, collection.Kind),
+//		commandtest.Repository(sc, user.Kind), sc.Clock())
 //	sc.Given(collection.StreamName(id), started, claimed).
 //		When(func(ctx context.Context) error { _, err := svc.SupplyInfo(ctx, cmd); return err }).
 //		Then(collection.InputSupplied{…})

@@ -33,6 +33,8 @@ import (
 const (
 	CodeCompanyUnavailable   = "COMPANY_UNAVAILABLE"
 	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+	// CodeUnknownUser is a userUuid that is not a live user of the client (422).
+	CodeUnknownUser = "UNKNOWN_USER"
 )
 
 // Size limits of POST /collections.
@@ -99,6 +101,9 @@ type CollectionCommands interface {
 // Deps are what the command routes need.
 type Deps struct {
 	Collections CollectionCommands
+	// Users serves POST /users and DELETE /users/{userUuid} (users.go); they are mounted only
+	// when it is set.
+	Users UserCommands
 	// FingerprintKey is the server secret of the requests' idempotency fingerprints (at least
 	// MinFingerprintKeyBytes). Every replica that serves the commands must have the same key, and
 	// it must stay the same across restarts: a retry fingerprinted under another key is taken
@@ -129,6 +134,9 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	// The spec: "A collection cannot be forcibly terminated by the client." A DELETE gets a
 	// problem that says so instead of the generic 404 of an unknown route.
 	r.DELETE("/collections/:collectionId", cannotCancel)
+	if d.Users != nil {
+		h.registerUsers(r)
+	}
 }
 
 type handlers struct{ deps Deps }
@@ -601,6 +609,9 @@ func writeStartError(c *gin.Context, err error, in startInput) {
 			errs[i] = httpapi.FieldError{Field: path, Message: f.Reason}
 		}
 		httpapi.AbortValidation(c, "The collection request is invalid.", errs...)
+	case errors.Is(err, app.ErrUnknownUser):
+		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeUnknownUser,
+			"userUuid is not a user of this client, or the user was deleted; create the user with POST /users first.")
 	case errors.As(err, &unavailable):
 		detail := fmt.Sprintf("Company %s is not available; check its availability and try again later.", unavailable.Company)
 		if unavailable.Message != "" {

@@ -1,0 +1,285 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/samla/samla/command/eventstore"
+	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/user"
+)
+
+// UserRepository is the port to the event-sourced users (*repository.Repository[*user.User]
+// satisfies it): Update is the one way to change one, Load reads one for a decision elsewhere.
+type UserRepository interface {
+	Load(ctx context.Context, userUUID string) (*user.User, error)
+	Update(ctx context.Context, userUUID string, meta repository.Meta, decide func(*user.User) error,
+		opts ...repository.UpdateOption) (*user.User, eventstore.AppendResult, error)
+}
+
+// ReservationRepository is the port to the event-sourced externalId reservations
+// (*repository.Repository[*user.Reservation] satisfies it).
+type ReservationRepository interface {
+	Update(ctx context.Context, key string, meta repository.Meta, decide func(*user.Reservation) error,
+		opts ...repository.UpdateOption) (*user.Reservation, eventstore.AppendResult, error)
+}
+
+// ErrUserNotFound is a user that does not exist or belongs to another client (HTTP 404): a client
+// must not learn that another client's user exists.
+var ErrUserNotFound = errors.New("user not found")
+
+// CreateUser is the command behind POST /users.
+type CreateUser struct {
+	Tenant         string // the authenticated client
+	IdempotencyKey string // "" when the client sent none
+	ExternalID     string // personal data: never logged
+	// RequestHash identifies the request's content, so that a retry with the same key can be told
+	// from a different request reusing the key.
+	RequestHash   string
+	CorrelationID string
+	RequestID     string // becomes the events' causation id
+}
+
+// UserCreated is the outcome of a create: the first response, also when a retry replays it.
+type UserCreated struct {
+	UserUUID   string
+	ExternalID string
+	CreatedAt  time.Time
+	// Replayed is true when an earlier request with the same Idempotency-Key created it.
+	Replayed bool
+}
+
+// DeleteUser is the command behind DELETE /users/{userUuid}.
+type DeleteUser struct {
+	Tenant        string
+	UserUUID      string
+	CorrelationID string
+	RequestID     string
+}
+
+// userIdempotencyNamespace is the UUIDv5 namespace of user ids derived from idempotency keys. It
+// is fixed forever, and differs from the collections' so that one key used on both routes names
+// two different streams.
+var userIdempotencyNamespace = uuid.MustParse("9d3c1f0e-5b7a-4c2e-8f61-3a0b9e7d4c15")
+
+// UserIDForKey is the user id of a request with an Idempotency-Key: a retry with the same key
+// lands on the same stream. The tenant is part of the name, so two clients' keys never meet.
+func UserIDForKey(tenant, key string) string {
+	return uuid.NewSHA1(userIdempotencyNamespace, []byte(tenant+"\x00"+key)).String()
+}
+
+// maxReserveRounds bounds how often Create looks again at a reservation it found held by a user
+// that is not what the reservation says (not created yet, deleted, another externalId): each
+// round repairs one such state, and two follow each other at most when a delete races the
+// create.
+const maxReserveRounds = 4
+
+// UserService creates and deletes users, keeping each client's externalIds unique.
+type UserService struct {
+	users        UserRepository
+	reservations ReservationRepository
+	secret       []byte
+	now          func() time.Time
+}
+
+// NewUserService builds the service. secret keys the hashes that name the externalId
+// reservations (user.ExternalIDKey): it must be the same on every replica and across restarts,
+// as the idempotency fingerprints' key is, or an externalId reserved under one key would be free
+// under another. now nil means time.Now.
+func NewUserService(users UserRepository, reservations ReservationRepository, secret []byte, now func() time.Time) *UserService {
+	if len(secret) == 0 {
+		panic("app.NewUserService: the externalId secret is required")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &UserService{users: users, reservations: reservations, secret: secret, now: now}
+}
+
+// Create creates a user, or, for a retry of an earlier request with the same Idempotency-Key and
+// content, returns that request's outcome. An externalId that another live user of the client
+// holds is user.ErrExternalIDTaken (also when two requests race for it: the reservation's
+// optimistic append lets exactly one win); an invalid one is a *domain.FieldError at
+// user.FieldExternalID; a key reused with another body is ErrIdempotencyKeyReused.
+//
+// The externalId is reserved first and the user created after, two appends to two streams. A
+// creator that stops in between leaves a reservation whose user has no stream yet; whoever finds
+// it next creates that user from what the reservation recorded, so that the externalId is never
+// held by nobody.
+func (s *UserService) Create(ctx context.Context, cmd CreateUser) (UserCreated, error) {
+	if cmd.Tenant == "" {
+		return UserCreated{}, fmt.Errorf("create user without a tenant: %w", domain.ErrInvalid)
+	}
+	if err := user.CheckExternalID(cmd.ExternalID); err != nil {
+		return UserCreated{}, fmt.Errorf("create user: %w", err)
+	}
+	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
+	// Millisecond precision is what responses and envelopes carry, so a replay returns exactly the
+	// createdAt of the first response.
+	now := s.now().UTC().Truncate(time.Millisecond)
+
+	var id string
+	var opts []repository.UpdateOption
+	if cmd.IdempotencyKey != "" {
+		id = UserIDForKey(cmd.Tenant, cmd.IdempotencyKey)
+		// A retry finds its user before it reserves anything: a key reused with another
+		// externalId must not take that externalId on its way to the refusal.
+		existing, err := s.users.Load(ctx, id)
+		if err != nil {
+			return UserCreated{}, fmt.Errorf("create user: %w", err)
+		}
+		if existing.Exists() {
+			return replayUser(existing, cmd)
+		}
+	} else {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return UserCreated{}, fmt.Errorf("create user: new id: %w", err)
+		}
+		id = u.String()
+		opts = append(opts, repository.NewID())
+	}
+
+	key := user.ExternalIDKey(s.secret, cmd.Tenant, cmd.ExternalID)
+	if err := s.reserve(ctx, key, id, cmd, meta, now); err != nil {
+		return UserCreated{}, err
+	}
+
+	var out UserCreated
+	_, _, err := s.users.Update(ctx, id, meta, func(u *user.User) error {
+		if u.Exists() {
+			// A racing retry with the same key, or whoever completed this user from its
+			// reservation (see reserve), stored it first: answer as it was answered.
+			first, err := replayUser(u, cmd)
+			out = first
+			return err
+		}
+		out = UserCreated{UserUUID: id, ExternalID: cmd.ExternalID, CreatedAt: now}
+		return u.Create(user.CreateRequest{UserUUID: id, ClientID: cmd.Tenant, ExternalID: cmd.ExternalID,
+			RequestHash: cmd.RequestHash}, now)
+	}, opts...)
+	if errors.Is(err, ErrIdempotencyKeyReused) {
+		// A racing request with this key and another externalId created the user: this
+		// request's reservation names a user that does not have its externalId. Giving it back
+		// now spares the next creator the repair.
+		_, _, rerr := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error { return r.Release(id, now) })
+		if rerr != nil {
+			return UserCreated{}, fmt.Errorf("create user: %w (and releasing its reservation: %w)", err, rerr)
+		}
+	}
+	if err != nil {
+		return UserCreated{}, fmt.Errorf("create user: %w", err)
+	}
+	return out, nil
+}
+
+// reserve claims the externalId's reservation for user id. A reservation held by another user is
+// what it says only when that user exists, is live and has this externalId; reserve repairs the
+// other states it can find a reservation in, and then looks again:
+//   - the holder has no stream: its creator stopped (or has not yet got) between the reservation
+//     and the user. The holder is created from what the reservation recorded, with this same
+//     externalId (the reservation's key says it is the same), at the time it was reserved; its
+//     creator's own append then finds it and answers with it.
+//   - the holder was deleted, or holds another externalId (a request that lost a race on its
+//     Idempotency-Key): the reservation is released in the holder's name.
+func (s *UserService) reserve(ctx context.Context, key, id string, cmd CreateUser, meta repository.Meta, now time.Time) error {
+	for range maxReserveRounds {
+		_, _, err := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
+			return r.Reserve(cmd.Tenant, id, cmd.RequestHash, now)
+		})
+		var taken *user.TakenError
+		if !errors.As(err, &taken) {
+			if err != nil {
+				return fmt.Errorf("create user: reserve its externalId: %w", err)
+			}
+			return nil
+		}
+		holder := taken.Holder
+		held, err := s.users.Load(ctx, holder.UserUUID)
+		if err != nil {
+			return fmt.Errorf("create user: load the externalId's holder: %w", err)
+		}
+		switch {
+		case !held.Exists():
+			_, _, err = s.users.Update(ctx, holder.UserUUID, meta, func(u *user.User) error {
+				if u.Exists() {
+					return nil // its creator got there first
+				}
+				return u.Create(user.CreateRequest{UserUUID: holder.UserUUID, ClientID: holder.ClientID,
+					ExternalID: cmd.ExternalID, RequestHash: holder.RequestHash}, holder.ReservedAt)
+			})
+			if err != nil {
+				return fmt.Errorf("create user: complete the externalId's holder: %w", err)
+			}
+		case held.Live(cmd.Tenant) && held.ExternalID() == cmd.ExternalID:
+			return fmt.Errorf("create user: %w", taken)
+		default:
+			_, _, err = s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
+				return r.Release(holder.UserUUID, now)
+			})
+			if err != nil {
+				return fmt.Errorf("create user: release a stale reservation: %w", err)
+			}
+		}
+	}
+	return fmt.Errorf("create user: the externalId's reservation kept changing for %d rounds: %w", maxReserveRounds, eventstore.ErrWrongExpectedRevision)
+}
+
+// replayUser answers a request whose Idempotency-Key already created a user, or whose user was
+// completed by another request (see reserve).
+func replayUser(existing *user.User, cmd CreateUser) (UserCreated, error) {
+	if existing.ClientID() != cmd.Tenant || existing.RequestHash() != cmd.RequestHash {
+		return UserCreated{}, ErrIdempotencyKeyReused
+	}
+	// The request's externalId is the first one: the request hash covers it. The stored one may
+	// be erased by now.
+	return UserCreated{UserUUID: existing.ID(), ExternalID: cmd.ExternalID, CreatedAt: existing.CreatedAt().UTC(),
+		Replayed: cmd.IdempotencyKey != ""}, nil
+}
+
+// Delete deletes (anonymises) the client's user and releases its externalId, so that it may be
+// used again. Deleting a deleted user succeeds again without recording anything, and releases the
+// externalId should an earlier delete have stopped before it. An unknown user, or another
+// client's, is ErrUserNotFound.
+//
+// The erasure of the user's personal data (destroying its data subject's key) is not done here.
+// Whatever does it must run after the release: the release needs the externalId, which the
+// user's stream no longer yields once erased.
+func (s *UserService) Delete(ctx context.Context, cmd DeleteUser) error {
+	if cmd.Tenant == "" {
+		return fmt.Errorf("delete user without a tenant: %w", domain.ErrInvalid)
+	}
+	id, err := uuid.Parse(cmd.UserUUID)
+	if err != nil || id.String() != cmd.UserUUID {
+		return fmt.Errorf("delete user: %w", ErrUserNotFound)
+	}
+	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	u, _, err := s.users.Update(ctx, cmd.UserUUID, meta, func(u *user.User) error {
+		if !u.Exists() || u.ClientID() != cmd.Tenant {
+			return ErrUserNotFound
+		}
+		return u.Delete(now)
+	})
+	if err != nil {
+		return fmt.Errorf("delete user %s: %w", cmd.UserUUID, err)
+	}
+	externalID := u.ExternalID()
+	if externalID == "" {
+		// Erased already: nothing names the reservation any more. A creator that finds it
+		// held by this deleted user releases it (reserve).
+		return nil
+	}
+	key := user.ExternalIDKey(s.secret, cmd.Tenant, externalID)
+	if _, _, err := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
+		return r.Release(cmd.UserUUID, now)
+	}); err != nil {
+		return fmt.Errorf("delete user %s: release its externalId: %w", cmd.UserUUID, err)
+	}
+	return nil
+}
