@@ -111,6 +111,9 @@ type Deps struct {
 	FingerprintKey []byte
 	// Now is the clock used to read short personal numbers (YYMMDD-NNNN); nil means time.Now.
 	Now func() time.Time
+	// CollectionUsers tells whose a collection is, so that a user's session may supply input to
+	// its own collections (sessions.go); without it, supplement-info refuses sessions.
+	CollectionUsers CollectionUsers
 }
 
 // MinFingerprintKeyBytes is the shortest FingerprintKey: 256 bits, the strength of the hash.
@@ -129,8 +132,15 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 		d.Now = time.Now
 	}
 	h := &handlers{deps: d}
-	r.POST("/collections", httpapi.MaxBody(MaxCreateCollectionBodyBytes), h.startCollection)
-	r.POST("/collections/:collectionId/supplement-info", httpapi.MaxBody(MaxSupplementInfoBodyBytes), h.supplementInfo)
+	// A user's session may start a collection for its own user (startCollection checks the
+	// body's userUuid) and supply input to its own collections.
+	r.POST("/collections", httpapi.AllowSessionsCheckedByHandler, httpapi.MaxBody(MaxCreateCollectionBodyBytes), h.startCollection)
+	if d.CollectionUsers != nil {
+		r.POST("/collections/:collectionId/supplement-info", httpapi.AllowSessionsCheckedByHandler,
+			httpapi.MaxBody(MaxSupplementInfoBodyBytes), h.supplementInfo)
+	} else {
+		r.POST("/collections/:collectionId/supplement-info", httpapi.MaxBody(MaxSupplementInfoBodyBytes), h.supplementInfo)
+	}
 	// The spec: "A collection cannot be forcibly terminated by the client." A DELETE gets a
 	// problem that says so instead of the generic 404 of an unknown route.
 	r.DELETE("/collections/:collectionId", cannotCancel)
@@ -231,6 +241,10 @@ func (h *handlers) startCollection(c *gin.Context) {
 	}
 	if len(errs) > 0 {
 		httpapi.AbortValidation(c, "The collection request is invalid.", errs...)
+		return
+	}
+	// A session starts collections of its own user only, never one of no user.
+	if !httpapi.RequireSessionUser(c, in.userUUID) {
 		return
 	}
 	hash, err := h.requestHash(version, in.canonical)

@@ -94,6 +94,9 @@ func (h *handlers) supplementInfo(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if !h.sessionMaySupply(c, id) {
+		return
+	}
 	key, ferr := httpapi.IdempotencyKey(c)
 	if ferr != nil {
 		httpapi.AbortValidation(c, "The Idempotency-Key header is invalid.", *ferr)
