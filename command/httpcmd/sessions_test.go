@@ -97,7 +97,7 @@ func newSessionEnv(t *testing.T) *sessionEnv {
 		Sessions: tokens, SessionUsers: users})
 	commands := &recordingCommands{}
 	httpcmd.RegisterRoutes(e, httpcmd.Deps{Collections: commands, FingerprintKey: fingerprintKey,
-		Now: func() time.Time { return testNow },
+		Now:             func() time.Time { return testNow },
 		CollectionUsers: collectionUsers{aliceColl: aliceUUID, bobColl: bobUUID, noneColl: ""}})
 	httpcmd.RegisterSessionRoutes(e, httpcmd.SessionDeps{Issuer: tokens, Users: users})
 	return &sessionEnv{engine: e, tokens: tokens, users: users, commands: commands}
