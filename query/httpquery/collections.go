@@ -57,7 +57,9 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 		d.Now = time.Now
 	}
 	h := &handlers{deps: d}
-	r.GET("/collections/:collectionId/status", h.status)
+	// A user's session may poll its own user's collections (loadStatus checks whose); their
+	// audit history is the client's.
+	r.GET("/collections/:collectionId/status", httpapi.AllowSessionsCheckedByHandler, h.status)
 	r.GET("/collections/:collectionId/events", h.events)
 	h.registerCompanies(r)
 	if d.Data != nil {
@@ -83,7 +85,8 @@ func notFound(c *gin.Context) {
 	httpapi.AbortProblem(c, http.StatusNotFound, CodeCollectionNotFound, "No such collection.")
 }
 
-// loadStatus reads the client's collection; another client's is not found, like an unknown one.
+// loadStatus reads the client's collection; another client's is not found, like an unknown one,
+// and a user's session is refused (403) another user's collection or one of no user.
 func (h *handlers) loadStatus(c *gin.Context, id string) (query.StatusView, bool) {
 	view, err := h.deps.Status.Get(c.Request.Context(), httpapi.ClientID(c), id)
 	switch {
@@ -96,6 +99,8 @@ func (h *handlers) loadStatus(c *gin.Context, id string) (query.StatusView, bool
 	case view.Tenant != "" && view.Tenant != httpapi.ClientID(c):
 		// The reader is supposed to scope by tenant; this guard keeps a reader bug from leaking.
 		notFound(c)
+		return query.StatusView{}, false
+	case !httpapi.RequireSessionUser(c, view.UserUUID):
 		return query.StatusView{}, false
 	}
 	return view, true

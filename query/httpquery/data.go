@@ -33,10 +33,12 @@ const (
 const notFinishedRetryAfter = "1"
 
 // registerData mounts the data routes. They need Deps.Data besides what every query route needs.
+// A user's session may read its own user's collections' data (finishedData checks whose); the
+// 2025-01-01 /data knows no sessions.
 func (h *handlers) registerData(r gin.IRoutes) {
-	r.GET("/collections/:collectionId/insurance/data", h.insuranceData)
-	r.GET("/collections/:collectionId/wealth/data", h.wealthData)
-	r.GET(presenter.CareerStatementPath(":collectionId"), h.careerStatement)
+	r.GET("/collections/:collectionId/insurance/data", httpapi.AllowSessionsCheckedByHandler, h.insuranceData)
+	r.GET("/collections/:collectionId/wealth/data", httpapi.AllowSessionsCheckedByHandler, h.wealthData)
+	r.GET(presenter.CareerStatementPath(":collectionId"), httpapi.AllowSessionsCheckedByHandler, h.careerStatement)
 	r.GET("/data", h.legacyData)
 }
 
@@ -121,9 +123,10 @@ func (h *handlers) legacyData(c *gin.Context) {
 }
 
 // finishedData answers the checks every data endpoint shares, in an order that gives permanent
-// answers first: 404 for a malformed id, an unknown collection or another client's, and a
-// collection of another product than want ("" accepts any); then extra's own check; then 409
-// until the collection is final. It returns the data once it is complete.
+// answers first: 404 for a malformed id, an unknown collection or another client's, 403 for a
+// session's request of a collection that is not its user's, and 404 for a collection of another
+// product than want ("" accepts any); then extra's own check; then 409 until the collection is
+// final. It returns the data once it is complete.
 //
 // Finality is read from the status read model, as the status endpoint shows it, so that a
 // client that saw a final status never gets a 409 for it afterwards, except for a moment while
@@ -145,6 +148,8 @@ func (h *handlers) finishedData(c *gin.Context, rawID string, want collection.Pr
 		return query.DataView{}, false
 	case err != nil:
 		httpapi.AbortInternal(c, err)
+		return query.DataView{}, false
+	case !httpapi.RequireSessionUser(c, view.UserUUID):
 		return query.DataView{}, false
 	}
 	if want != "" && view.Product != string(want) {
