@@ -1,0 +1,207 @@
+package users
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// clickhouseSchema is the read model's ClickHouse DDL, kept to what both 18.16 (CI) and current
+// servers accept: String and UInt columns (released is a UInt8, no Bool on 18.16), times as Unix
+// milliseconds (0 for none), personal as the sealed form ("" for none). Analysts see a user's
+// client, times and the keyed hashes of its externalIds, never an externalId: it is sealed.
+//
+// ReplacingMergeTree(revision) keeps the newest version of each row when parts merge, which is
+// whenever the server likes, so every read collapses versions itself with FINAL.
+const clickhouseSchema = `
+CREATE TABLE IF NOT EXISTS users (
+	user_uuid     String,
+	tenant        String,
+	personal      String,
+	created_at_ms UInt64,
+	deleted_at_ms UInt64,
+	revision      UInt64
+) ENGINE = ReplacingMergeTree(revision)
+ORDER BY user_uuid`
+
+const clickhouseExternalIDSchema = `
+CREATE TABLE IF NOT EXISTS user_external_ids (
+	external_id_key String,
+	tenant          String,
+	user_uuid       String,
+	released        UInt8,
+	revision        UInt64
+) ENGINE = ReplacingMergeTree(revision)
+ORDER BY external_id_key`
+
+const (
+	clickhouseColumns           = `user_uuid, tenant, personal, created_at_ms, deleted_at_ms, revision`
+	clickhouseExternalIDColumns = `external_id_key, tenant, user_uuid, released, revision`
+)
+
+// ClickHouseStore is the Store on a ClickHouse database.
+type ClickHouseStore struct {
+	conn driver.Conn
+}
+
+var _ Store = (*ClickHouseStore)(nil)
+
+// NewClickHouse creates the read model's tables when missing and returns the store. The caller
+// keeps ownership of conn.
+func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
+	for _, ddl := range []string{clickhouseSchema, clickhouseExternalIDSchema} {
+		if err := conn.Exec(ctx, ddl); err != nil {
+			return nil, fmt.Errorf("migrate clickhouse users: %w", err)
+		}
+	}
+	return &ClickHouseStore{conn: conn}, nil
+}
+
+// GetMany implements Store. user_uuid is the sorting key, so filtering on it before FINAL keeps
+// or drops every version of a row together.
+func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	out := make(map[string]Row, len(ids))
+	err := readdb.ClickHouseByKeys(ctx, s.conn, "users", scanClickHouseRow, func(r Row) { out[r.UserUUID] = r },
+		`SELECT `+clickhouseColumns+` FROM users FINAL WHERE user_uuid IN`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Upsert implements Store. Among equal revisions ReplacingMergeTree keeps whichever version it
+// merges last, and an older revision inserted late shows until a merge, so the revision rule is
+// applied before inserting. One consumer per partition writes a user's stream, so nothing
+// interleaves with the read of the stored revisions but a rebalance, whose writers fold the same
+// events into the same rows.
+func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
+	rows = readdb.LatestPerKey(rows, rowKey, rowRevision)
+	if len(rows) == 0 {
+		return nil
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.UserUUID
+	}
+	stored, err := readdb.StoredRevisions(ctx, s.conn, "users", "user_uuid", ids)
+	if err != nil {
+		return fmt.Errorf("upsert users: %w", err)
+	}
+	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
+	err = readdb.InsertBatch(ctx, s.conn, "users", clickhouseColumns, rows, func(r Row) ([]any, error) {
+		return []any{r.UserUUID, r.Tenant, string(r.Personal), readdb.UMillis(r.CreatedAt), readdb.UMillis(r.DeletedAt),
+			r.Revision}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert users: %w", err)
+	}
+	return nil
+}
+
+// UpsertExternalIDs implements Store, with Upsert's revision rule.
+func (s *ClickHouseStore) UpsertExternalIDs(ctx context.Context, rows []ExternalIDRow) error {
+	rows = readdb.LatestPerKey(rows, externalIDKey, externalIDRevision)
+	if len(rows) == 0 {
+		return nil
+	}
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		keys[i] = r.Key
+	}
+	stored, err := readdb.StoredRevisions(ctx, s.conn, "user_external_ids", "external_id_key", keys)
+	if err != nil {
+		return fmt.Errorf("upsert user external ids: %w", err)
+	}
+	rows = readdb.KeepNewer(rows, stored, externalIDKey, externalIDRevision)
+	err = readdb.InsertBatch(ctx, s.conn, "user_external_ids", clickhouseExternalIDColumns, rows, func(r ExternalIDRow) ([]any, error) {
+		var released uint8
+		if r.Released {
+			released = 1
+		}
+		return []any{r.Key, r.Tenant, r.UserUUID, released, r.Revision}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("upsert user external ids: %w", err)
+	}
+	return nil
+}
+
+// Get implements Store. A user's tenant never changes, so, like the key, it is filtered on
+// before FINAL.
+func (s *ClickHouseStore) Get(ctx context.Context, tenant, userUUID string) (Row, error) {
+	return s.one(ctx, "user "+userUUID, `SELECT `+clickhouseColumns+` FROM users FINAL
+		WHERE user_uuid = ? AND tenant = ?`, userUUID, tenant)
+}
+
+// FindByExternalIDKey implements Store. released and deleted_at_ms change from version to
+// version, so they are tested on the collapsed rows, outside the FINAL subqueries (a WHERE next
+// to FINAL may run on raw versions, as PREWHERE). The user's id comes from the reservation: one
+// lookup by sorting key in each table.
+func (s *ClickHouseStore) FindByExternalIDKey(ctx context.Context, tenant, key string) (Row, error) {
+	var (
+		holder   string
+		released uint8
+		found    bool
+	)
+	err := readdb.ClickHouseEach(ctx, s.conn, "user external ids", func(rows readdb.Rows) (struct{}, error) {
+		return struct{}{}, rows.Scan(&holder, &released)
+	}, func(struct{}) { found = true }, `SELECT user_uuid, released FROM user_external_ids FINAL
+		WHERE external_id_key = ? AND tenant = ?`, key, tenant)
+	if err != nil {
+		return Row{}, err
+	}
+	if !found || released != 0 {
+		return Row{}, fmt.Errorf("user by external id: %w", readdb.ErrNotFound)
+	}
+	r, err := s.Get(ctx, tenant, holder)
+	if err != nil {
+		return Row{}, fmt.Errorf("user by external id: %w", err)
+	}
+	if !r.DeletedAt.IsZero() {
+		return Row{}, fmt.Errorf("user by external id: %w", readdb.ErrNotFound)
+	}
+	return r, nil
+}
+
+func (s *ClickHouseStore) one(ctx context.Context, what, q string, args ...any) (Row, error) {
+	var (
+		found Row
+		ok    bool
+	)
+	if err := readdb.ClickHouseEach(ctx, s.conn, "users", scanClickHouseRow, func(r Row) { found, ok = r, true }, q, args...); err != nil {
+		return Row{}, err
+	}
+	if !ok {
+		return Row{}, fmt.Errorf("%s: %w", what, readdb.ErrNotFound)
+	}
+	return found, nil
+}
+
+// Reset implements Store.
+func (s *ClickHouseStore) Reset(ctx context.Context) error {
+	for _, table := range []string{"users", "user_external_ids"} {
+		if err := s.conn.Exec(ctx, `TRUNCATE TABLE `+table); err != nil {
+			return fmt.Errorf("reset %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+func scanClickHouseRow(rows readdb.Rows) (Row, error) {
+	var (
+		r                Row
+		personal         string
+		created, deleted uint64
+	)
+	if err := rows.Scan(&r.UserUUID, &r.Tenant, &personal, &created, &deleted, &r.Revision); err != nil {
+		return Row{}, fmt.Errorf("scan user: %w", err)
+	}
+	if personal != "" {
+		r.Personal = []byte(personal)
+	}
+	r.CreatedAt, r.DeletedAt = readdb.FromUMillis(created), readdb.FromUMillis(deleted)
+	return r, nil
+}

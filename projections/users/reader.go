@@ -1,0 +1,113 @@
+package users
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/samla/samla/domain/user"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/query"
+)
+
+// Reader serves the read model to its consumers through the ports they declare: the user
+// endpoints' query.UserReader, and the liveness check of users' sessions, httpapi.SessionUsers.
+type Reader struct {
+	store  Store
+	keys   eventschema.Keys
+	secret []byte
+}
+
+var (
+	_ query.UserReader     = Reader{}
+	_ httpapi.SessionUsers = Reader{}
+)
+
+// NewReader returns the reader over store. keys opens the externalIds it shows; secret is the
+// server's secret of the externalId reservations (the command side's, see app.NewUserService),
+// with which it finds a user by externalId.
+func NewReader(store Store, keys eventschema.Keys, secret []byte) Reader {
+	if keys == nil || len(secret) == 0 {
+		panic("users.NewReader: keys and the externalId secret are required")
+	}
+	return Reader{store: store, keys: keys, secret: secret}
+}
+
+// Get implements query.UserReader: a user the tenant cannot see is query.ErrNotFound.
+func (r Reader) Get(ctx context.Context, tenant, userUUID string) (query.UserView, error) {
+	row, err := r.store.Get(ctx, tenant, userUUID)
+	if errors.Is(err, readdb.ErrNotFound) {
+		return query.UserView{}, fmt.Errorf("user %s: %w", userUUID, query.ErrNotFound)
+	}
+	if err != nil {
+		return query.UserView{}, err
+	}
+	return r.view(ctx, row)
+}
+
+// FindByExternalID implements query.UserReader. The reservation's key finds the user; its own
+// externalId must then be the one asked for, so that a reservation caught in a repair (see
+// app.UserService) never answers with a user of another externalId.
+func (r Reader) FindByExternalID(ctx context.Context, tenant, externalID string) (query.UserView, error) {
+	notFound := fmt.Errorf("user by external id: %w", query.ErrNotFound)
+	row, err := r.store.FindByExternalIDKey(ctx, tenant, user.ExternalIDKey(r.secret, tenant, externalID))
+	if errors.Is(err, readdb.ErrNotFound) {
+		return query.UserView{}, notFound
+	}
+	if err != nil {
+		return query.UserView{}, err
+	}
+	view, err := r.view(ctx, row)
+	if err != nil {
+		return query.UserView{}, err
+	}
+	if view.ExternalID == nil || *view.ExternalID != externalID {
+		return query.UserView{}, notFound
+	}
+	return view, nil
+}
+
+// IsLiveUser tells whether the tenant has this user and it is not deleted: the port the session
+// check declares (httpapi.SessionUsers). It reads the row on every call and opens nothing.
+func (r Reader) IsLiveUser(ctx context.Context, tenant, userUUID string) (bool, error) {
+	row, err := r.store.Get(ctx, tenant, userUUID)
+	if errors.Is(err, readdb.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return row.DeletedAt.IsZero(), nil
+}
+
+// view opens a row's personal data: an erased subject, or a deleted user, shows no externalId;
+// a key the key store does not have is an error, never an absent externalId.
+func (r Reader) view(ctx context.Context, row Row) (query.UserView, error) {
+	v := query.UserView{UserUUID: row.UserUUID, Tenant: row.Tenant, CreatedAt: row.CreatedAt}
+	if !row.DeletedAt.IsZero() {
+		deleted := row.DeletedAt
+		v.DeletedAt = &deleted
+		return v, nil
+	}
+	if row.Personal == nil {
+		return v, nil
+	}
+	plain, erased, err := eventschema.Open(ctx, r.keys, row.Personal)
+	if err != nil {
+		return query.UserView{}, fmt.Errorf("user %s: %w", row.UserUUID, err)
+	}
+	if erased {
+		return v, nil
+	}
+	var personal user.CreatedPerson
+	if err := json.Unmarshal(plain, &personal); err != nil {
+		return query.UserView{}, fmt.Errorf("user %s: decode personal data: %w", row.UserUUID, err)
+	}
+	if personal.ExternalID != "" {
+		v.ExternalID = &personal.ExternalID
+	}
+	return v, nil
+}

@@ -1,0 +1,469 @@
+// Package userstest is the contract suite of the users read model. Every Store adapter runs it;
+// it covers the store on its own, the Projector writing through it and the Reader on top.
+package userstest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
+	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/projections/readdb/readdbtest"
+	"github.com/samla/samla/projections/users"
+	"github.com/samla/samla/query"
+)
+
+// Open returns a fresh, empty store for one test.
+type Open = func(t *testing.T) users.Store
+
+// Run runs the whole suite against the adapter that open builds.
+func Run(t *testing.T, open Open) {
+	readdbtest.Suite[users.Store]{
+		{"RoundTrip", testRoundTrip},
+		{"TenantIsolation", testTenantIsolation},
+		{"GetMany", testGetMany},
+		{"StaleAndEqualRevisionsIgnored", testRevisions},
+		{"BatchWithSeveralRevisionsOfOneRow", testBatchDuplicates},
+		{"FindByExternalIDKey", testFind},
+		{"FindIgnoresStaleReservations", testFindRevisions},
+		{"Reset", testReset},
+		{"ProjectorWholeLifeInOneBatch", testProjectorWholeLife},
+		{"ProjectorRedeliveryAndOverlap", testProjectorRedelivery},
+		{"ProjectorIgnoresOtherCategories", testProjectorOtherCategories},
+		{"ProjectorKeepsTheExternalIDSealed", testProjectorSealed},
+		{"ProjectorAfterTheErasure", testProjectorErased},
+		{"ReaderThroughItsPort", testReader},
+		{"ReaderFindsOnlyTheExternalIDAskedFor", testReaderMismatch},
+		{"ReaderErasedAndLostKeys", testReaderKeys},
+	}.Run(t, open)
+}
+
+func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
+
+// base is a fixed instant with sub-millisecond digits, to prove the store keeps ms precision.
+var base = time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)
+
+// secret keys the reservations' names in the suite, as the server's secret does.
+var secret = []byte("userstest-secret-0123456789abcdef0123")
+
+const (
+	u1 = "0190f4a2-7c1e-7b3a-9a51-2f1e3d4c5b6a"
+	u2 = "0190f4a2-7c1e-7b3a-9a51-2f1e3d4c5b6b"
+)
+
+func row(id, tenant string, rev uint64) users.Row {
+	return users.Row{UserUUID: id, Tenant: tenant, Personal: []byte(`{"sealed":{"v":1}}`), CreatedAt: base, Revision: rev}
+}
+
+func stored(r users.Row) users.Row {
+	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond)
+	if !r.DeletedAt.IsZero() {
+		r.DeletedAt = r.DeletedAt.UTC().Truncate(time.Millisecond)
+	}
+	return r
+}
+
+func upsert(t *testing.T, s users.Store, rows ...users.Row) {
+	t.Helper()
+	if err := s.Upsert(ctx(t), rows); err != nil {
+		t.Fatalf("Upsert: %v", err)
+	}
+}
+
+func upsertIDs(t *testing.T, s users.Store, rows ...users.ExternalIDRow) {
+	t.Helper()
+	if err := s.UpsertExternalIDs(ctx(t), rows); err != nil {
+		t.Fatalf("UpsertExternalIDs: %v", err)
+	}
+}
+
+func get(t *testing.T, s users.Store, tenant, id string) users.Row {
+	t.Helper()
+	r, err := s.Get(ctx(t), tenant, id)
+	if err != nil {
+		t.Fatalf("Get(%s, %s): %v", tenant, id, err)
+	}
+	return r
+}
+
+func assertRow(t *testing.T, got, want users.Row) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("row mismatch\n got: %#v\nwant: %#v", got, want)
+	}
+}
+
+func assertNotFound(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, readdb.ErrNotFound) {
+		t.Fatalf("err = %v, want readdb.ErrNotFound", err)
+	}
+}
+
+func testRoundTrip(t *testing.T, s users.Store) {
+	in := row(u1, "acme", 3)
+	in.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 678_900_000, time.FixedZone("CET", 3600))
+	upsert(t, s, in)
+	assertRow(t, get(t, s, "acme", u1), stored(in))
+
+	deleted := in
+	deleted.Personal, deleted.DeletedAt, deleted.Revision = nil, in.CreatedAt.Add(time.Hour+time.Microsecond), 4
+	upsert(t, s, deleted)
+	assertRow(t, get(t, s, "acme", u1), stored(deleted))
+}
+
+func testTenantIsolation(t *testing.T, s users.Store) {
+	upsert(t, s, row(u1, "acme", 0))
+	_, err := s.Get(ctx(t), "globex", u1)
+	assertNotFound(t, err)
+	_, err = s.Get(ctx(t), "acme", u2)
+	assertNotFound(t, err)
+}
+
+func testGetMany(t *testing.T, s users.Store) {
+	upsert(t, s, row(u1, "acme", 0), row(u2, "globex", 1))
+	got, err := s.GetMany(ctx(t), []string{u1, u2, "0190f4a2-0000-0000-0000-000000000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[u1].Tenant != "acme" || got[u2].Tenant != "globex" {
+		t.Fatalf("GetMany = %v", got)
+	}
+	if none, err := s.GetMany(ctx(t), nil); err != nil || len(none) != 0 {
+		t.Fatalf("GetMany(nil) = %v, %v", none, err)
+	}
+}
+
+func testRevisions(t *testing.T, s users.Store) {
+	newer := row(u1, "acme", 5)
+	newer.DeletedAt = base
+	upsert(t, s, newer)
+	upsert(t, s, row(u1, "acme", 4)) // older
+	same := row(u1, "acme", 5)
+	upsert(t, s, same) // equal
+	assertRow(t, get(t, s, "acme", u1), stored(newer))
+}
+
+func testBatchDuplicates(t *testing.T, s users.Store) {
+	first, second := row(u1, "acme", 2), row(u1, "acme", 2)
+	second.Personal = []byte("other")
+	newest := row(u1, "acme", 3)
+	newest.DeletedAt = base
+	upsert(t, s, first, newest, second)
+	assertRow(t, get(t, s, "acme", u1), stored(newest))
+}
+
+func reservation(key, tenant, holder string, released bool, rev uint64) users.ExternalIDRow {
+	return users.ExternalIDRow{Key: key, Tenant: tenant, UserUUID: holder, Released: released, Revision: rev}
+}
+
+func testFind(t *testing.T, s users.Store) {
+	key := user.ExternalIDKey(secret, "acme", "customer-42")
+	upsert(t, s, row(u1, "acme", 0))
+	upsertIDs(t, s, reservation(key, "acme", u1, false, 0))
+	got, err := s.FindByExternalIDKey(ctx(t), "acme", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertRow(t, got, stored(row(u1, "acme", 0)))
+
+	_, err = s.FindByExternalIDKey(ctx(t), "globex", key)
+	assertNotFound(t, err)
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", user.ExternalIDKey(secret, "acme", "customer-43"))
+	assertNotFound(t, err)
+
+	// The user deleted: nothing finds it, though its reservation is not released yet.
+	deleted := row(u1, "acme", 1)
+	deleted.DeletedAt = base
+	upsert(t, s, deleted)
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	assertNotFound(t, err)
+
+	// Released, then taken by another user.
+	upsertIDs(t, s, reservation(key, "acme", u1, true, 1))
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	assertNotFound(t, err)
+	upsert(t, s, row(u2, "acme", 0))
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	assertNotFound(t, err) // the reservation still says released
+	upsertIDs(t, s, reservation(key, "acme", u2, false, 2))
+	if got, err := s.FindByExternalIDKey(ctx(t), "acme", key); err != nil || got.UserUUID != u2 {
+		t.Fatalf("after the reuse: %v, %v", got, err)
+	}
+
+	// A reservation whose user the read model has not seen yet finds nothing.
+	other := user.ExternalIDKey(secret, "acme", "customer-7")
+	upsertIDs(t, s, reservation(other, "acme", "0190f4a2-0000-0000-0000-000000000000", false, 0))
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", other)
+	assertNotFound(t, err)
+}
+
+func testFindRevisions(t *testing.T, s users.Store) {
+	key := user.ExternalIDKey(secret, "acme", "customer-42")
+	upsert(t, s, row(u1, "acme", 0))
+	upsertIDs(t, s, reservation(key, "acme", u1, true, 1), reservation(key, "acme", u1, false, 0)) // in one batch
+	_, err := s.FindByExternalIDKey(ctx(t), "acme", key)
+	assertNotFound(t, err)
+	upsertIDs(t, s, reservation(key, "acme", u1, false, 0)) // redelivered later
+	upsertIDs(t, s, reservation(key, "acme", u1, false, 1)) // an equal revision
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	assertNotFound(t, err)
+}
+
+func testReset(t *testing.T, s users.Store) {
+	key := user.ExternalIDKey(secret, "acme", "customer-42")
+	upsert(t, s, row(u1, "acme", 0))
+	upsertIDs(t, s, reservation(key, "acme", u1, false, 0))
+	if err := s.Reset(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Get(ctx(t), "acme", u1)
+	assertNotFound(t, err)
+	// A reservation left behind would find the user again once re-projected at a lower revision.
+	upsert(t, s, row(u1, "acme", 0))
+	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	assertNotFound(t, err)
+	upsertIDs(t, s, reservation(key, "acme", u1, false, 0))
+	if _, err := s.FindByExternalIDKey(ctx(t), "acme", key); err != nil {
+		t.Fatalf("a reservation written after the reset: %v", err)
+	}
+}
+
+// lifeLog writes the events of a user's life as the command side appends them: the
+// reservation, then the user; the deletion, then the release.
+type lifeLog struct {
+	*eventlog.Log
+}
+
+func (l lifeLog) create(id, tenant, externalID string, at time.Time) []eventschema.Envelope {
+	key := user.ExternalIDKey(secret, tenant, externalID)
+	return []eventschema.Envelope{
+		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReserved{ClientID: tenant, UserUUID: id, RequestHash: "h", ReservedAt: at}),
+		l.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, RequestHash: "h", CreatedAt: at,
+			Personal: &user.CreatedPerson{ExternalID: externalID}}),
+	}
+}
+
+func (l lifeLog) delete(id, tenant, externalID string, at time.Time) []eventschema.Envelope {
+	key := user.ExternalIDKey(secret, tenant, externalID)
+	return []eventschema.Envelope{
+		l.Append(tenant, user.StreamName(id), at, user.Deleted{DeletedAt: at}),
+		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReleased{UserUUID: id, ReleasedAt: at}),
+	}
+}
+
+type fixture struct {
+	log    lifeLog
+	keys   *keystore.Memory
+	proj   *users.Projector
+	reader users.Reader
+}
+
+func newFixture(t *testing.T, s users.Store) fixture {
+	l := eventlog.New(t)
+	keys := keystore.NewMemory()
+	return fixture{log: lifeLog{l}, keys: keys, proj: users.NewProjector(l.Registry(), s, keys), reader: users.NewReader(s, keys, secret)}
+}
+
+func (f fixture) handle(t *testing.T, batch ...eventschema.Envelope) {
+	t.Helper()
+	if err := f.proj.Handle(ctx(t), batch); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+}
+
+func (f fixture) view(t *testing.T, tenant, id string) query.UserView {
+	t.Helper()
+	v, err := f.reader.Get(ctx(t), tenant, id)
+	if err != nil {
+		t.Fatalf("reader Get(%s, %s): %v", tenant, id, err)
+	}
+	return v
+}
+
+func (f fixture) find(t *testing.T, tenant, externalID string) (query.UserView, error) {
+	t.Helper()
+	return f.reader.FindByExternalID(ctx(t), tenant, externalID)
+}
+
+func testProjectorWholeLife(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	var batch []eventschema.Envelope
+	batch = append(batch, f.log.create(u1, "acme", "customer-42", base)...)
+	batch = append(batch, f.log.delete(u1, "acme", "customer-42", base.Add(time.Hour))...)
+	batch = append(batch, f.log.create(u2, "acme", "customer-42", base.Add(2*time.Hour))...)
+	f.handle(t, batch...)
+
+	first := get(t, s, "acme", u1)
+	if first.Personal != nil || !first.DeletedAt.Equal(base.Add(time.Hour).Truncate(time.Millisecond)) || first.Revision != 1 ||
+		!first.CreatedAt.Equal(base.Truncate(time.Millisecond)) {
+		t.Fatalf("deleted user %#v", first)
+	}
+	v, err := f.find(t, "acme", "customer-42")
+	if err != nil || v.UserUUID != u2 || v.ExternalID == nil || *v.ExternalID != "customer-42" {
+		t.Fatalf("find after the reuse = %+v, %v", v, err)
+	}
+}
+
+func testProjectorRedelivery(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	created := f.log.create(u1, "acme", "customer-42", base)
+	deleted := f.log.delete(u1, "acme", "customer-42", base.Add(time.Hour))
+	f.handle(t, created...)
+	f.handle(t, append(created, deleted[0])...) // overlapping
+	f.handle(t, deleted...)
+	want := get(t, s, "acme", u1)
+	f.handle(t, append(created, deleted...)...) // everything again
+	f.handle(t, created...)                     // an old batch late
+	assertRow(t, get(t, s, "acme", u1), want)
+	if want.DeletedAt.IsZero() || want.Revision != 1 {
+		t.Fatalf("row %#v", want)
+	}
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("a replayed reservation found the deleted user: %v", err)
+	}
+}
+
+func testProjectorOtherCategories(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	f.handle(t,
+		f.log.Append("acme", collection.StreamName(u1), base, collection.Claimed{WorkerID: "w", ClaimedAt: base}),
+		f.log.Append("acme", client.StreamName("acme"), base, client.Registered{ClientID: "acme", Name: "Acme", RegisteredAt: base}),
+		// A user event whose user.created never arrived: no row is invented.
+		f.log.Append("acme", user.StreamName(u2), base, user.Deleted{DeletedAt: base}),
+	)
+	got, err := s.GetMany(ctx(t), []string{u1, u2})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("rows %v, %v", got, err)
+	}
+}
+
+func testProjectorSealed(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+	r := get(t, s, "acme", u1)
+	if !eventschema.IsSealed(r.Personal) || bytes.Contains(r.Personal, []byte("customer-42")) {
+		t.Fatalf("stored personal data %s", r.Personal)
+	}
+	if subject := eventschema.SealedSubject(r.Personal); subject != "user-"+u1 {
+		t.Fatalf("sealed under %q", subject)
+	}
+}
+
+func testProjectorErased(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	// A rebuild after the user's erasure: its key is gone before the projector sees its events.
+	if err := f.keys.Destroy(ctx(t), "user-"+u1); err != nil {
+		t.Fatal(err)
+	}
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+	if r := get(t, s, "acme", u1); r.Personal != nil {
+		t.Fatalf("an erased user's personal data was kept: %s", r.Personal)
+	}
+	if v := f.view(t, "acme", u1); v.ExternalID != nil {
+		t.Fatalf("view %+v", v)
+	}
+}
+
+func testReader(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+	f.handle(t, f.log.create(u2, "globex", "customer-42", base)...)
+
+	v := f.view(t, "acme", u1)
+	if v.UserUUID != u1 || v.Tenant != "acme" || v.ExternalID == nil || *v.ExternalID != "customer-42" ||
+		!v.CreatedAt.Equal(base.Truncate(time.Millisecond)) || v.DeletedAt != nil {
+		t.Fatalf("view %+v", v)
+	}
+	if found, err := f.find(t, "acme", "customer-42"); err != nil || found.UserUUID != u1 {
+		t.Fatalf("find = %+v, %v", found, err)
+	}
+	if found, err := f.find(t, "globex", "customer-42"); err != nil || found.UserUUID != u2 {
+		t.Fatalf("find of another tenant = %+v, %v", found, err)
+	}
+	for _, tc := range []struct{ tenant, externalID string }{{"acme", "customer-43"}, {"initech", "customer-42"}} {
+		if _, err := f.find(t, tc.tenant, tc.externalID); !errors.Is(err, query.ErrNotFound) {
+			t.Fatalf("find %v: %v", tc, err)
+		}
+	}
+	if _, err := f.reader.Get(ctx(t), "globex", u1); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("another tenant's user: %v", err)
+	}
+	live := func(tenant, id string) bool {
+		ok, err := f.reader.IsLiveUser(ctx(t), tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !live("acme", u1) || live("globex", u1) || live("acme", "0190f4a2-0000-0000-0000-000000000000") {
+		t.Fatal("liveness before the delete")
+	}
+
+	f.handle(t, f.log.delete(u1, "acme", "customer-42", base.Add(time.Hour))...)
+	v = f.view(t, "acme", u1)
+	if v.ExternalID != nil || v.DeletedAt == nil || !v.DeletedAt.Equal(base.Add(time.Hour).Truncate(time.Millisecond)) {
+		t.Fatalf("deleted view %+v", v)
+	}
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find after the delete: %v", err)
+	}
+	if live("acme", u1) {
+		t.Fatal("a deleted user is live")
+	}
+}
+
+func testReaderMismatch(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	// A reservation of customer-7 held by a user whose externalId is customer-42: what a lost
+	// race on one Idempotency-Key leaves until the command side repairs it.
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+	key := user.ExternalIDKey(secret, "acme", "customer-7")
+	f.handle(t, f.log.Append("acme", user.ReservationStreamName(key), base,
+		user.ExternalIDReserved{ClientID: "acme", UserUUID: u1, RequestHash: "h", ReservedAt: base}))
+	if v, err := f.find(t, "acme", "customer-7"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find = %+v, %v", v, err)
+	}
+}
+
+func testReaderKeys(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+
+	// Another deployment's (or a lost) key store cannot open it: an error, never an absent
+	// externalId.
+	lost := users.NewReader(s, keystore.NewMemory(), secret)
+	if _, err := lost.Get(ctx(t), "acme", u1); !errors.Is(err, eventschema.ErrKeyNotFound) {
+		t.Fatalf("Get with a lost key: %v", err)
+	}
+	if _, err := lost.FindByExternalID(ctx(t), "acme", "customer-42"); !errors.Is(err, eventschema.ErrKeyNotFound) {
+		t.Fatalf("find with a lost key: %v", err)
+	}
+
+	// Another secret names other reservations: nothing is found.
+	other := users.NewReader(s, f.keys, []byte("another-secret-0123456789abcdef0123"))
+	if _, err := other.FindByExternalID(ctx(t), "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find under another secret: %v", err)
+	}
+
+	// Erased: the user is shown without its externalId, and nothing finds it by it.
+	if err := f.keys.Destroy(ctx(t), "user-"+u1); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.view(t, "acme", u1); v.ExternalID != nil || v.DeletedAt != nil {
+		t.Fatalf("erased view %+v", v)
+	}
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find after the erasure: %v", err)
+	}
+
+}
