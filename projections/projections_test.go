@@ -17,6 +17,7 @@ import (
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/collectiondata"
@@ -357,7 +358,7 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 
 func TestSQLiteReadModels(t *testing.T) {
 	dir := t.TempDir()
-	m, err := projections.OpenSQLiteReadModels(dir)
+	m, err := projections.OpenSQLiteReadModels(dir, keystore.NewMemory())
 	if err != nil {
 		t.Fatalf("OpenSQLiteReadModels: %v", err)
 	}
@@ -370,7 +371,7 @@ func TestSQLiteReadModels(t *testing.T) {
 	}
 
 	// Reopening runs the migrations again and finds the data.
-	m, err = projections.OpenSQLiteReadModels(dir)
+	m, err = projections.OpenSQLiteReadModels(dir, keystore.NewMemory())
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -407,7 +408,7 @@ func TestSQLiteReadModelsDeleteTheHistoryThatKeptPayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m, err := projections.OpenSQLiteReadModels(dir)
+	m, err := projections.OpenSQLiteReadModels(dir, keystore.NewMemory())
 	if err != nil {
 		t.Fatalf("OpenSQLiteReadModels: %v", err)
 	}
@@ -427,14 +428,14 @@ func TestSQLiteReadModelsDeleteTheHistoryThatKeptPayloads(t *testing.T) {
 
 func TestClickHouseReadModels(t *testing.T) {
 	dsn := readdbtest.ClickHouseDatabase(t)
-	m, err := projections.OpenClickHouseReadModels(testCtx(t), dsn)
+	m, err := projections.OpenClickHouseReadModels(testCtx(t), dsn, keystore.NewMemory())
 	if err != nil {
 		t.Fatalf("OpenClickHouseReadModels: %v", err)
 	}
 	defer func() { _ = m.Close() }()
 	exercise(t, m, 700)
 
-	again, err := projections.OpenClickHouseReadModels(testCtx(t), dsn)
+	again, err := projections.OpenClickHouseReadModels(testCtx(t), dsn, keystore.NewMemory())
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -451,7 +452,7 @@ func (r stuckReader) ReadAll(context.Context, uint64, int) ([]eventschema.Envelo
 }
 
 func TestRebuildRefusesAReaderThatDoesNotAdvance(t *testing.T) {
-	m, err := projections.OpenSQLiteReadModels(t.TempDir())
+	m, err := projections.OpenSQLiteReadModels(t.TempDir(), keystore.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func TestOpeningTheSQLiteReadModelsRemovesTheHistoryThatKeptPayloads(t *testing.
 			t.Fatal(err)
 		}
 	}
-	m, err := projections.OpenSQLiteReadModels(dataDir)
+	m, err := projections.OpenSQLiteReadModels(dataDir, keystore.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,5 +489,47 @@ func TestOpeningTheSQLiteReadModelsRemovesTheHistoryThatKeptPayloads(t *testing.
 	}
 	if _, err := os.Stat(filepath.Join(dir, "event_history_v2.db")); err != nil {
 		t.Fatalf("the new history: %v", err)
+	}
+}
+
+// TestProjectorsOpenSealedEvents: the events come sealed, as the repository appends them; every
+// projector sees them opened, and a lost key stops the projection loudly.
+func TestProjectorsOpenSealedEvents(t *testing.T) {
+	keys := keystore.NewMemory()
+	m, err := projections.OpenSQLiteReadModels(t.TempDir(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	log := eventlog.New(t)
+	w := buildWorld(log, 7)
+	var sealed []eventschema.Envelope
+	for _, env := range log.All() {
+		payload, _, err := eventschema.SealPersonal(testCtx(t), keys, env.Stream, env.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Payload = payload
+		sealed = append(sealed, env)
+	}
+	for _, p := range m.Projectors() {
+		if err := p.Handle(testCtx(t), sealed); err != nil {
+			t.Fatalf("%s: %v", p.Name(), err)
+		}
+	}
+	verify(t, m, w)
+
+	lost, err := projections.OpenSQLiteReadModels(t.TempDir(), keystore.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lost.Close() })
+	for _, p := range lost.Projectors() {
+		if p.Name() == "api-keys" {
+			continue // client events carry no personal data
+		}
+		if err := p.Handle(testCtx(t), sealed); !errors.Is(err, eventschema.ErrKeyNotFound) {
+			t.Fatalf("%s with a lost key store: %v", p.Name(), err)
+		}
 	}
 }

@@ -28,6 +28,7 @@ type ReadModels struct {
 	Data    collectiondata.Store
 
 	reg     *eventschema.Registry
+	keys    eventschema.Keys // seals and opens personal data (crypto-shredding)
 	closers []func() error
 	closed  bool
 }
@@ -38,12 +39,13 @@ const SQLiteDir = "readmodels"
 // OpenSQLiteReadModels opens (creating and migrating as needed) the embedded read models under
 // dataDir/readmodels. Each read model has its own database file, so that the projectors
 // never wait for each other's write lock and each model can be deleted and rebuilt alone.
-func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
+// sealKeys opens the events' personal data and seals what the read models keep of it.
+func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModels, error) {
 	dir := filepath.Join(dataDir, SQLiteDir)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create read-model directory: %w", err)
 	}
-	m, err := newReadModels()
+	m, err := newReadModels(sealKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func OpenSQLiteReadModels(dataDir string) (*ReadModels, error) {
 	if err != nil {
 		return fail(err)
 	}
-	m.Data = data
+	m.Data = collectiondata.Sealing(data, m.keys)
 	return m, nil
 }
 
@@ -125,9 +127,10 @@ func removeSQLiteFiles(dir, name string) error {
 }
 
 // OpenClickHouseReadModels connects to ClickHouse (creating the DSN's database if missing) and
-// migrates every read model's table. The stores share one connection pool.
-func OpenClickHouseReadModels(ctx context.Context, dsn string) (*ReadModels, error) {
-	m, err := newReadModels()
+// migrates every read model's table. The stores share one connection pool. keys is as
+// OpenSQLiteReadModels's sealKeys: ClickHouse holds personal data only sealed.
+func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys) (*ReadModels, error) {
+	m, err := newReadModels(keys)
 	if err != nil {
 		return nil, err
 	}
@@ -154,28 +157,42 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	if m.APIKeys, err = apikeys.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
-	if m.Data, err = collectiondata.NewClickHouse(ctx, conn); err != nil {
+	data, err := collectiondata.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
+	m.Data = collectiondata.Sealing(data, m.keys)
 	return nil
 }
 
-func newReadModels() (*ReadModels, error) {
+func newReadModels(keys eventschema.Keys) (*ReadModels, error) {
+	if keys == nil {
+		return nil, errors.New("read models: no key store to open and seal personal data with")
+	}
 	reg, err := eventschema.NewRegistry()
 	if err != nil {
 		return nil, fmt.Errorf("event schema registry: %w", err)
 	}
-	return &ReadModels{reg: reg}, nil
+	return &ReadModels{reg: reg, keys: keys}, nil
 }
 
-// Projectors returns one projector per read model, writing to these stores.
+// Keys is the key store the read models seal and open personal data with: their readers take
+// it too (collectionstatus.NewReader and the like).
+func (m *ReadModels) Keys() eventschema.Keys { return m.keys }
+
+// Projectors returns one projector per read model, writing to these stores. Each sees the
+// events opened (Opening): the personal data plain, or absent for an erased subject.
 func (m *ReadModels) Projectors() []Projector {
-	return []Projector{
-		collectionstatus.NewProjector(m.reg, m.Status),
+	projectors := []Projector{
+		collectionstatus.NewProjector(m.reg, m.Status, m.keys),
 		eventhistory.NewProjector(m.reg, m.History),
 		apikeys.NewProjector(m.reg, m.APIKeys),
 		collectiondata.NewProjector(m.reg, m.Data),
 	}
+	for i, p := range projectors {
+		projectors[i] = Opening(p, m.keys)
+	}
+	return projectors
 }
 
 // Reset empties every read model, before a rebuild.

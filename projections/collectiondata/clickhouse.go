@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS collection_data (
 	data_json     String,
 	personal_json String,
 	updated_at_ms UInt64,
-	revision      UInt64
+	revision      UInt64,
+	user_uuid     String
 ) ENGINE = ReplacingMergeTree(revision)
 ORDER BY collection_id`, `
 CREATE TABLE IF NOT EXISTS collection_documents (
@@ -50,7 +51,7 @@ ORDER BY (collection_id, document_id)`,
 }
 
 const clickhouseColumns = `collection_id, tenant, company, product, status, data_json, personal_json,
-	updated_at_ms, revision`
+	updated_at_ms, revision, user_uuid`
 
 const clickhouseDocMeta = `collection_id, document_id, tenant, kind, content_type, file_name, size,
 	sha256, at_ms, revision`
@@ -69,6 +70,10 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 		if err := conn.Exec(ctx, ddl); err != nil {
 			return nil, fmt.Errorf("migrate clickhouse collection_data: %w", err)
 		}
+	}
+	// A table from before sealing gets the user column; its row versions read '' (see Sealing).
+	if err := readdb.EnsureClickHouseColumns(ctx, conn, "collection_data", []string{"user_uuid"}, "String DEFAULT ''"); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse collection_data: %w", err)
 	}
 	return &ClickHouseStore{conn: conn}, nil
 }
@@ -123,12 +128,12 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 		if err != nil {
 			return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 		}
-		personal, err := encodePersonal(r.Personal)
+		personal, err := storedPersonal(r)
 		if err != nil {
 			return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 		}
 		return []any{r.CollectionID, r.Tenant, r.Company, r.Product, r.Status, content,
-			personal, readdb.UMillis(r.UpdatedAt), r.Revision}, nil
+			personal, readdb.UMillis(r.UpdatedAt), r.Revision, r.UserUUID}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("upsert collection data: %w", err)
@@ -238,14 +243,14 @@ func scanClickHouseRow(rows readdb.Rows) (Row, error) {
 		updatedMs         uint64
 	)
 	if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
-		&personal, &updatedMs, &r.Revision); err != nil {
+		&personal, &updatedMs, &r.Revision, &r.UserUUID); err != nil {
 		return Row{}, fmt.Errorf("scan collection data: %w", err)
 	}
 	var err error
 	if r.Content, err = decodeContent(content); err != nil {
 		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	if r.Personal, err = decodePersonal(personal); err != nil {
+	if err = readPersonal(&r, personal); err != nil {
 		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
 	r.UpdatedAt = readdb.FromUMillis(updatedMs)

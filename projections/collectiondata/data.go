@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
 )
 
@@ -32,7 +33,10 @@ type Row struct {
 	// event a stream gets after its data, so a row in a final status holds all of the data;
 	// one that is not final yet (while the status read model already says final) is a read
 	// model that lags behind, which readers must not present as complete.
-	Status   string
+	Status string
+	// UserUUID is the collection's user ("" for none): with the id, it names the data subject
+	// the personal data is sealed under (collection.DataSubject).
+	UserUUID string
 	Content  Content  // what the company returned, without personal data
 	Personal Personal // the personal data that goes with it
 	// UpdatedAt is the time of the last event folded (the domain's own time when it has one),
@@ -40,6 +44,11 @@ type Row struct {
 	UpdatedAt time.Time
 	// Revision is the revision of the last event of the collection's stream folded into the row.
 	Revision uint64
+
+	// sealed is Personal in its stored form, sealed (Sealing): the adapters store it instead of
+	// Personal when it is set, and set it, leaving Personal empty, when the column holds the
+	// sealed form.
+	sealed []byte
 }
 
 // Content is the collected data without personal data, in the domain's own types, so that a
@@ -165,6 +174,27 @@ func encodePersonal(p Personal) (string, error) {
 		return "", fmt.Errorf("encode personal data: %w", err)
 	}
 	return string(b), nil
+}
+
+// storedPersonal is what the adapters store of a row's personal data: its sealed form when the
+// row has one, else Personal in plain text (a store used without Sealing, as only tests do).
+func storedPersonal(r Row) (string, error) {
+	if r.sealed != nil {
+		return string(r.sealed), nil
+	}
+	return encodePersonal(r.Personal)
+}
+
+// readPersonal reverses storedPersonal: a sealed column is kept sealed for Sealing to open; a
+// plain one (a row written before sealing) is decoded.
+func readPersonal(r *Row, stored string) error {
+	if eventschema.IsSealed([]byte(stored)) {
+		r.sealed, r.Personal = []byte(stored), Personal{}
+		return nil
+	}
+	var err error
+	r.Personal, err = decodePersonal(stored)
+	return err
 }
 
 // decodePersonal reverses encodePersonal.

@@ -102,7 +102,7 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 			tenant = e.ClientID
 		}
 		row = Row{CollectionID: id, Tenant: tenant, Company: e.Company, Product: string(e.Product),
-			Status: string(collection.StatusRunning), UpdatedAt: readdb.EventTime(e.StartedAt, env)}
+			Status: string(collection.StatusRunning), UserUUID: e.UserUUID, UpdatedAt: readdb.EventTime(e.StartedAt, env)}
 	case collection.StatusChanged:
 		if string(e.To) == row.Status {
 			// Staying in a status (a new EID order, new instructions) is nothing this read

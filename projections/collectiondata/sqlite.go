@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS collection_data (
 	data_json     TEXT    NOT NULL,
 	personal_json TEXT,
 	updated_at_ms INTEGER NOT NULL,
-	revision      INTEGER NOT NULL
+	revision      INTEGER NOT NULL,
+	user_uuid     TEXT    NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS collection_documents (
 	collection_id    TEXT    NOT NULL,
@@ -43,16 +44,16 @@ CREATE TABLE IF NOT EXISTS collection_documents (
 `
 
 const sqliteColumns = `collection_id, tenant, company, product, status, data_json, personal_json,
-	updated_at_ms, revision`
+	updated_at_ms, revision, user_uuid`
 
 // sqliteUpsert only overwrites a row with a newer revision, so that one statement makes the
 // write idempotent and order-safe (at-least-once delivery, rebuilds racing late deliveries).
 const sqliteUpsert = `INSERT INTO collection_data (` + sqliteColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (collection_id) DO UPDATE SET
 	tenant = excluded.tenant, company = excluded.company, product = excluded.product,
 	status = excluded.status, data_json = excluded.data_json, personal_json = excluded.personal_json,
-	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
+	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision, user_uuid = excluded.user_uuid
 WHERE excluded.revision > collection_data.revision`
 
 const sqliteDocMeta = `collection_id, document_id, tenant, kind, content_type, file_name, size,
@@ -89,6 +90,10 @@ var _ Store = (*SQLiteStore)(nil)
 // the store. The caller keeps ownership of db and closes the store before it.
 func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		return nil, fmt.Errorf("migrate sqlite collection_data: %w", err)
+	}
+	// A table from before sealing gets the user column; its rows read '' (see Sealing).
+	if err := readdb.EnsureSQLiteColumns(ctx, db, "collection_data", []string{"user_uuid"}, "TEXT NOT NULL DEFAULT ''"); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_data: %w", err)
 	}
 	s := &SQLiteStore{db: db}
@@ -138,7 +143,7 @@ func sqliteRowArgs(r Row) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	personal, err := encodePersonal(r.Personal)
+	personal, err := storedPersonal(r)
 	if err != nil {
 		return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
@@ -147,7 +152,7 @@ func sqliteRowArgs(r Row) ([]any, error) {
 		personalArg = personal
 	}
 	return []any{r.CollectionID, r.Tenant, r.Company, r.Product, r.Status,
-		content, personalArg, readdb.Millis(r.UpdatedAt), int64(r.Revision)}, nil
+		content, personalArg, readdb.Millis(r.UpdatedAt), int64(r.Revision), r.UserUUID}, nil
 }
 
 func sqliteDocArgs(d Document) ([]any, error) {
@@ -254,14 +259,14 @@ func scanSQLiteRow(rows readdb.Rows) (Row, error) {
 		updatedMs, revis int64
 	)
 	if err := rows.Scan(&r.CollectionID, &r.Tenant, &r.Company, &r.Product, &r.Status, &content,
-		&personal, &updatedMs, &revis); err != nil {
+		&personal, &updatedMs, &revis, &r.UserUUID); err != nil {
 		return Row{}, fmt.Errorf("scan collection data: %w", err)
 	}
 	var err error
 	if r.Content, err = decodeContent(content); err != nil {
 		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
-	if r.Personal, err = decodePersonal(personal.String); err != nil {
+	if err = readPersonal(&r, personal.String); err != nil {
 		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
 	r.UpdatedAt, r.Revision = readdb.FromMillis(updatedMs), uint64(revis)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/collectionstatus/statustest"
 	"github.com/samla/samla/projections/readdb/readdbtest"
@@ -50,8 +51,8 @@ func checkUpgraded(t *testing.T, s collectionstatus.Store) {
 		t.Fatalf("row from before the upgrade: %v", err)
 	}
 	if old.Status != "LOGIN" || old.ExtraInformation["MESSAGE"] != "hej" || old.Revision != 2 ||
-		old.RequiredInputTypes != nil || old.Instructions != nil || old.EIDOrder != nil || old.Deadline != nil ||
-		old.Message != "" || old.QRStartSecret != "" {
+		old.RequiredInputTypes != nil || old.Personal != nil || old.EIDOrder != nil || old.Deadline != nil ||
+		old.Message != "" {
 		t.Fatalf("row from before the upgrade = %#v", old)
 	}
 	next := old
@@ -109,4 +110,55 @@ func TestClickHouseUpgradeAddsDetailColumns(t *testing.T) {
 	if _, err := collectionstatus.NewClickHouse(ctx, conn); err != nil {
 		t.Fatalf("second migration: %v", err)
 	}
+}
+
+// A row written before sealing keeps its instructions and QR secret in plain text in columns of
+// their own; it is still served, as it is, until its next status change seals it.
+const (
+	legacyInstructions = `[{"requestId":"r1","method":"GET","url":"https://company.example/eid"}]`
+	legacyColumns      = `collection_id, tenant, company, product, login_method, api_version, user_uuid, status,
+	extra_information, instructions, qr_start_secret, created_at_ms, updated_at_ms, revision`
+)
+
+func checkLegacyPlainRow(t *testing.T, s collectionstatus.Store) {
+	t.Helper()
+	view, err := collectionstatus.NewReader(s, keystore.NewMemory()).Get(context.Background(), "acme", "c-plain")
+	if err != nil || view.QRStartSecret != "legacy-secret" || len(view.Instructions) != 1 || view.Instructions[0].URL != "https://company.example/eid" {
+		t.Fatalf("a row from before sealing reads as %#v, %v", view, err)
+	}
+}
+
+func TestSQLiteServesRowsFromBeforeSealing(t *testing.T) {
+	db := readdbtest.SQLite(t)
+	s, err := collectionstatus.NewSQLite(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO collection_status (`+legacyColumns+`) VALUES
+		('c-plain', 'acme', 'se-demo-insurer', 'INSURANCE', 'M', '2026-04-01', '', 'WAITING_FOR_USER_ACTION', NULL, ?, 'legacy-secret', 1000, 2000, 2)`,
+		legacyInstructions); err != nil {
+		t.Fatal(err)
+	}
+	checkLegacyPlainRow(t, s)
+}
+
+func TestClickHouseServesRowsFromBeforeSealing(t *testing.T) {
+	conn := readdbtest.ClickHouse(t)
+	ctx := context.Background()
+	s, err := collectionstatus.NewClickHouse(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO collection_status (`+legacyColumns+`)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Append("c-plain", "acme", "se-demo-insurer", "INSURANCE", "M", "2026-04-01", "", "WAITING_FOR_USER_ACTION",
+		"", legacyInstructions, "legacy-secret", uint64(1000), uint64(2000), uint64(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	checkLegacyPlainRow(t, s)
 }

@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS collection_status (
 	eid_order         String,
 	qr_start_secret   String,
 	deadline          String,
+	personal          String,
 	created_at_ms     UInt64,
 	updated_at_ms     UInt64,
 	revision          UInt64

@@ -2,6 +2,8 @@ package collectionstatus
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,15 +17,19 @@ import (
 // never change (a new name would replay every event into the read model from the start).
 const ProjectorName = "collection-status"
 
-// Projector folds collection events into Store rows.
+// Projector folds collection events into Store rows. It takes envelopes opened
+// (eventschema.OpenPersonal; projections.ReadModels hands it them so) and seals the row's
+// personal part under the collection's data subject with keys.
 type Projector struct {
 	reg   *eventschema.Registry
 	store Store
+	keys  eventschema.Keys
 }
 
-// NewProjector returns the projector writing to store, decoding events with reg.
-func NewProjector(reg *eventschema.Registry, store Store) *Projector {
-	return &Projector{reg: reg, store: store}
+// NewProjector returns the projector writing to store, decoding events with reg and sealing
+// personal data with keys.
+func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys) *Projector {
+	return &Projector{reg: reg, store: store, keys: keys}
 }
 
 // Name is the projection's stable name.
@@ -35,7 +41,10 @@ func (p *Projector) Name() string { return ProjectorName }
 // twice, or an older one after a newer one, changes nothing.
 func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
 	rows, err := readdb.FoldStreams(ctx, batch, foldKey, p.store.GetMany,
-		func(r Row) uint64 { return r.Revision }, p.apply)
+		func(r Row) uint64 { return r.Revision },
+		func(id string, row Row, exists bool, env eventschema.Envelope) (Row, bool, error) {
+			return p.apply(ctx, id, row, exists, env)
+		})
 	if err != nil {
 		return fmt.Errorf("%s: %w", ProjectorName, err)
 	}
@@ -61,7 +70,7 @@ func foldKey(env eventschema.Envelope) (string, bool) {
 // with collection.started and Kafka keeps a stream's order, so that only happens if the
 // started event itself was lost, and inventing a row without its tenant and company would be
 // worse than showing none.
-func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envelope) (Row, bool, error) {
+func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, env eventschema.Envelope) (Row, bool, error) {
 	switch env.Type {
 	case collection.EventStarted:
 		if exists {
@@ -104,12 +113,11 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 		row.RequiredInputTypes = nilIfEmpty(changed.RequiredInputTypes)
 		// The instructions and the QR secret come from the event's personal part: the poll must
 		// hand them to the client, whereas the audit history never sees them.
-		row.Instructions, row.QRStartSecret = nil, ""
+		row.Personal = nil
 		if changed.Personal != nil {
-			if len(changed.Personal.Instructions) > 0 {
-				row.Instructions = changed.Personal.Instructions
+			if row.Personal, err = p.seal(ctx, id, row, *changed.Personal); err != nil {
+				return row, false, err
 			}
-			row.QRStartSecret = changed.Personal.QRStartSecret
 		}
 		row.Message, row.EIDOrder, row.Deadline = changed.Message, changed.EIDOrder, changed.Deadline
 		row.UpdatedAt = readdb.EventTime(changed.ChangedAt, env)
@@ -130,7 +138,10 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 		// The status took its input (the aggregate then awaits neither input nor responses), so
 		// the poll stops asking for it; a client that acts on what the poll asks would otherwise
 		// post again and only get a conflict. The message, EID order and deadline still hold.
-		row.RequiredInputTypes, row.Instructions = nil, nil
+		row.RequiredInputTypes = nil
+		if row.Personal, err = p.withoutInstructions(ctx, id, row); err != nil {
+			return row, false, err
+		}
 		row.UpdatedAt = readdb.EventTime(supplied.SuppliedAt, env)
 		row.Revision = env.Revision
 		return row, true, nil
@@ -153,6 +164,61 @@ func (p *Projector) decode(env eventschema.Envelope) (any, error) {
 		return nil, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
 	}
 	return ev, nil
+}
+
+// seal is the stored form of a status's personal part: sealed under the collection's data
+// subject, nil when there is nothing to keep or the subject is erased.
+func (p *Projector) seal(ctx context.Context, id string, row Row, personal collection.StatusPersonal) ([]byte, error) {
+	if len(personal.Instructions) == 0 && personal.QRStartSecret == "" {
+		return nil, nil
+	}
+	plain, err := json.Marshal(personal)
+	if err != nil {
+		return nil, fmt.Errorf("collection status %s: %w", id, err)
+	}
+	sealed, err := eventschema.Seal(ctx, p.keys, collection.DataSubject(id, row.UserUUID), plain)
+	if errors.Is(err, eventschema.ErrSubjectErased) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("collection status %s: %w", id, err)
+	}
+	return sealed, nil
+}
+
+// withoutInstructions is the row's personal part without its instructions (accepted input):
+// opened, the instructions dropped and the rest (the QR secret) sealed again.
+func (p *Projector) withoutInstructions(ctx context.Context, id string, row Row) ([]byte, error) {
+	if row.Personal == nil {
+		return nil, nil
+	}
+	personal, erased, err := OpenPersonal(ctx, p.keys, row.Personal)
+	if err != nil {
+		return nil, fmt.Errorf("collection status %s: %w", id, err)
+	}
+	if erased {
+		return nil, nil
+	}
+	personal.Instructions = nil
+	return p.seal(ctx, id, row, personal)
+}
+
+// OpenPersonal opens a row's stored personal part (Row.Personal): sealed or, in rows written
+// before sealing, plain. An erased subject reads as nothing and erased=true; a lost key is an
+// error.
+func OpenPersonal(ctx context.Context, keys eventschema.Keys, stored []byte) (collection.StatusPersonal, bool, error) {
+	var personal collection.StatusPersonal
+	if len(stored) == 0 {
+		return personal, false, nil
+	}
+	plain, erased, err := eventschema.Open(ctx, keys, stored)
+	if err != nil || erased {
+		return personal, erased, err
+	}
+	if err := json.Unmarshal(plain, &personal); err != nil {
+		return personal, false, fmt.Errorf("decode the status's personal part: %w", err)
+	}
+	return personal, false, nil
 }
 
 func nilIfEmpty(s []string) []string {

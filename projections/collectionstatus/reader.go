@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/query"
 )
@@ -13,12 +14,15 @@ import (
 // endpoint's query.StatusReader, and the connectors' list of collections still running (the
 // worker's ActiveCollections, satisfied by ListNonFinal's shape; the worker is not imported, as
 // an adapter depends on the ports it serves and never on their consumers' code).
-type Reader struct{ store Store }
+type Reader struct {
+	store Store
+	keys  eventschema.Keys
+}
 
 var _ query.StatusReader = Reader{}
 
-// NewReader returns the reader over store.
-func NewReader(store Store) Reader { return Reader{store: store} }
+// NewReader returns the reader over store, opening the rows' personal parts with keys.
+func NewReader(store Store, keys eventschema.Keys) Reader { return Reader{store: store, keys: keys} }
 
 // Get implements query.StatusReader: a collection the tenant cannot see is query.ErrNotFound.
 func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.StatusView, error) {
@@ -29,7 +33,20 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 	if err != nil {
 		return query.StatusView{}, err
 	}
-	return statusView(row), nil
+	view := statusView(row)
+	// Only a status that carries instructions or a QR secret has a personal part: the other
+	// polls decrypt nothing.
+	personal, _, err := OpenPersonal(ctx, r.keys, row.Personal)
+	if err != nil {
+		// A lost key store must be loud, never an empty status (erased is no error).
+		return query.StatusView{}, fmt.Errorf("collection status %s: %w", collectionID, err)
+	}
+	view.QRStartSecret = personal.QRStartSecret
+	for _, in := range personal.Instructions {
+		view.Instructions = append(view.Instructions, query.InstructionView{
+			RequestID: in.RequestID, Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body})
+	}
+	return view, nil
 }
 
 // ListNonFinal returns the ids of up to limit collections (limit <= 0: all) that have not
@@ -51,11 +68,7 @@ func statusView(row Row) query.StatusView {
 		CollectionID: row.CollectionID, Tenant: row.Tenant, Company: row.Company, Product: row.Product,
 		LoginMethod: row.LoginMethod, APIVersion: row.APIVersion, UserUUID: row.UserUUID, Status: row.Status,
 		ExtraInformation: row.ExtraInformation, RequiredInputTypes: row.RequiredInputTypes, Message: row.Message,
-		QRStartSecret: row.QRStartSecret, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
-	}
-	for _, in := range row.Instructions {
-		view.Instructions = append(view.Instructions, query.InstructionView{
-			RequestID: in.RequestID, Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body})
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
 	if o := row.EIDOrder; o != nil {
 		view.EIDOrder = &query.EIDOrderView{QRStartToken: o.QRStartToken, AutoStartToken: o.AutoStartToken, StartedAt: o.StartedAt}

@@ -10,8 +10,8 @@ import (
 
 // sqliteSchema is the read model's SQLite DDL. Times are Unix milliseconds (readdb.Millis);
 // extra_information is a JSON object or NULL when the last status change attached none. The
-// status details (required_input_types … deadline) are storedDetails: JSON or plain text, ”
-// for none.
+// status details (required_input_types … personal) are storedDetails: JSON or plain text, ”
+// for none; personal is sealed.
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS collection_status (
 	collection_id     TEXT    NOT NULL PRIMARY KEY,
@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS collection_status (
 	eid_order         TEXT    NOT NULL DEFAULT '',
 	qr_start_secret   TEXT    NOT NULL DEFAULT '',
 	deadline          TEXT    NOT NULL DEFAULT '',
+	personal          TEXT    NOT NULL DEFAULT '',
 	created_at_ms     INTEGER NOT NULL,
 	updated_at_ms     INTEGER NOT NULL,
 	revision          INTEGER NOT NULL
@@ -43,7 +44,7 @@ const sqliteColumns = `collection_id, tenant, company, product, login_method, ap
 // sqliteUpsert only overwrites a row with a newer revision, so that one statement makes the
 // write idempotent and order-safe (at-least-once delivery, rebuilds racing late deliveries).
 const sqliteUpsert = `INSERT INTO collection_status (` + sqliteColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (collection_id) DO UPDATE SET
 	tenant = excluded.tenant, company = excluded.company, product = excluded.product,
 	login_method = excluded.login_method, api_version = excluded.api_version,
@@ -52,6 +53,7 @@ ON CONFLICT (collection_id) DO UPDATE SET
 	required_input_types = excluded.required_input_types, instructions = excluded.instructions,
 	message = excluded.message, eid_order = excluded.eid_order,
 	qr_start_secret = excluded.qr_start_secret, deadline = excluded.deadline,
+	personal = excluded.personal,
 	created_at_ms = excluded.created_at_ms,
 	updated_at_ms = excluded.updated_at_ms, revision = excluded.revision
 WHERE excluded.revision > collection_status.revision`

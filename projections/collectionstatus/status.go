@@ -30,19 +30,23 @@ type Row struct {
 	ExtraInformation map[string]any
 	// What the current status asks of the client, as the status change that set it recorded it.
 	// A later status change replaces all of them, clearing what it does not carry; accepted
-	// supplement-info clears RequiredInputTypes and Instructions, since the status then no
-	// longer takes input. Empty and nil are the same (stored as nothing, returned as nil).
+	// supplement-info clears RequiredInputTypes and the instructions (in Personal), since the
+	// status then no longer takes input. Empty and nil are the same (stored as nothing,
+	// returned as nil).
 	RequiredInputTypes []string
-	Instructions       []collection.Instruction
 	Message            string
 	// EIDOrder is the pending electronic-ID order the status poll shows as an animated QR code
 	// and an autostart token; its StartedAt is kept at full precision (the QR code counts the
 	// seconds since it).
 	EIDOrder *collection.EIDOrder
-	// QRStartSecret is the EID order's QR secret. The query side needs it to compute the QR
-	// data at every poll; it must never be returned to a client. It lives only as long as the
-	// status that carried it: the next status change (final ones never carry one) clears it.
-	QRStartSecret string
+	// Personal is the status's personal part, a collection.StatusPersonal: the instructions a
+	// client-side login hands out (their headers carry the user's device token) and the EID
+	// order's QR secret (the query side computes the QR data from it at every poll; it is never
+	// returned to a client). It is stored sealed under the collection's data subject
+	// (eventschema.Seal; rows written before sealing hold it plain) and opened only by the
+	// Reader; nil when the status has neither. It lives only as long as the status that
+	// carried it: the next status change clears it.
+	Personal []byte
 	// Deadline is when the current status stops waiting, nil when it does not wait.
 	Deadline  *collection.Deadline
 	CreatedAt time.Time // stored at ms precision, returned in UTC
@@ -112,9 +116,11 @@ func decodeExtra(s string) (map[string]any, error) {
 }
 
 // storedDetails is the stored form of a row's status details, the same in both adapters: text
-// columns holding JSON (or plain text for the message and the secret), "" for none. Empty-string
-// sentinels keep the ClickHouse columns plain Strings (no Nullable), and nil and empty never
-// need telling apart here.
+// columns holding JSON (or plain text for the message), "" for none. Empty-string sentinels keep
+// the ClickHouse columns plain Strings (no Nullable), and nil and empty never need telling apart
+// here. personal holds Row.Personal; instructions and qr_start_secret are where rows written
+// before sealing kept the personal part in plain text: they are only read (into Personal), and
+// every write empties them.
 type storedDetails struct {
 	requiredInputTypes string
 	instructions       string
@@ -122,26 +128,22 @@ type storedDetails struct {
 	eidOrder           string
 	qrStartSecret      string
 	deadline           string
+	personal           string
 }
 
 // detailColumns names the columns of storedDetails, in the order of its fields.
-const detailColumns = `required_input_types, instructions, message, eid_order, qr_start_secret, deadline`
+const detailColumns = `required_input_types, instructions, message, eid_order, qr_start_secret, deadline, personal`
 
 // detailColumnNames lists detailColumns one by one, for the migrations that add them to a
 // table created before they existed.
-var detailColumnNames = []string{"required_input_types", "instructions", "message", "eid_order", "qr_start_secret", "deadline"}
+var detailColumnNames = []string{"required_input_types", "instructions", "message", "eid_order", "qr_start_secret", "deadline", "personal"}
 
 func encodeDetails(r Row) (storedDetails, error) {
-	d := storedDetails{message: r.Message, qrStartSecret: r.QRStartSecret}
+	d := storedDetails{message: r.Message, personal: string(r.Personal)}
 	var err error
 	if len(r.RequiredInputTypes) > 0 {
 		if d.requiredInputTypes, err = encodeJSON(r.RequiredInputTypes); err != nil {
 			return d, fmt.Errorf("required input types: %w", err)
-		}
-	}
-	if len(r.Instructions) > 0 {
-		if d.instructions, err = encodeJSON(r.Instructions); err != nil {
-			return d, fmt.Errorf("instructions: %w", err)
 		}
 	}
 	if r.EIDOrder != nil {
@@ -163,25 +165,37 @@ func encodeDetails(r Row) (storedDetails, error) {
 
 // args returns the stored details as query arguments, in the order of detailColumns.
 func (d storedDetails) args() []any {
-	return []any{d.requiredInputTypes, d.instructions, d.message, d.eidOrder, d.qrStartSecret, d.deadline}
+	return []any{d.requiredInputTypes, d.instructions, d.message, d.eidOrder, d.qrStartSecret, d.deadline, d.personal}
 }
 
 // dests returns pointers to scan detailColumns into.
 func (d *storedDetails) dests() []any {
-	return []any{&d.requiredInputTypes, &d.instructions, &d.message, &d.eidOrder, &d.qrStartSecret, &d.deadline}
+	return []any{&d.requiredInputTypes, &d.instructions, &d.message, &d.eidOrder, &d.qrStartSecret, &d.deadline, &d.personal}
 }
 
 // decodeInto reverses encodeDetails.
 func (d storedDetails) decodeInto(r *Row) error {
-	r.Message, r.QRStartSecret = d.message, d.qrStartSecret
-	r.RequiredInputTypes, r.Instructions, r.EIDOrder, r.Deadline = nil, nil, nil, nil
+	r.Message = d.message
+	r.RequiredInputTypes, r.EIDOrder, r.Deadline, r.Personal = nil, nil, nil, nil
 	if d.requiredInputTypes != "" {
 		if err := json.Unmarshal([]byte(d.requiredInputTypes), &r.RequiredInputTypes); err != nil {
 			return fmt.Errorf("decode required input types: %w", err)
 		}
 	}
-	if d.instructions != "" {
-		if err := json.Unmarshal([]byte(d.instructions), &r.Instructions); err != nil {
+	switch {
+	case d.personal != "":
+		r.Personal = []byte(d.personal)
+	case d.instructions != "" || d.qrStartSecret != "":
+		// A row written before sealing: its personal part, in plain text, as the sealed one
+		// opens to.
+		legacy := collection.StatusPersonal{QRStartSecret: d.qrStartSecret}
+		if d.instructions != "" {
+			if err := json.Unmarshal([]byte(d.instructions), &legacy.Instructions); err != nil {
+				return fmt.Errorf("decode instructions: %w", err)
+			}
+		}
+		var err error
+		if r.Personal, err = json.Marshal(legacy); err != nil {
 			return fmt.Errorf("decode instructions: %w", err)
 		}
 	}

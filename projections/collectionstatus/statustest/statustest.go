@@ -4,15 +4,18 @@ package statustest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/internal/eventlog"
 	"github.com/samla/samla/projections/readdb"
@@ -45,12 +48,41 @@ func Run(t *testing.T, open Open) {
 		{"StatusDetailsRoundTrip", testDetailsRoundTrip},
 		{"StatusDetailsReplacedAndCleared", testDetailsReplaced},
 		{"ProjectorStatusDetails", testProjectorDetails},
+		{"ProjectorAcceptedInputKeepsTheQRSecret", testProjectorAcceptedInputKeepsTheQRSecret},
+		{"StoredRowsHoldNoPlainPersonalData", testStoredRowsHoldNoPlainPersonalData},
+		{"ReaderErasedSubjectAndLostKey", testReaderErasedAndLost},
 		{"ReaderGetThroughItsPort", testReaderGet},
 		{"ReaderListNonFinal", testReaderListNonFinal},
 	}.Run(t, open)
 }
 
 func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
+
+// suiteKeys seals and opens the rows' personal parts in every test of the suite.
+var suiteKeys = keystore.NewMemory()
+
+// sealed is a status's personal part as the projector stores it.
+func sealed(r collectionstatus.Row, personal collection.StatusPersonal) []byte {
+	plain, err := json.Marshal(personal)
+	if err != nil {
+		panic(err)
+	}
+	out, err := eventschema.Seal(context.Background(), suiteKeys, collection.DataSubject(r.CollectionID, r.UserUUID), plain)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// opened is a row's personal part, opened.
+func opened(t *testing.T, r collectionstatus.Row) collection.StatusPersonal {
+	t.Helper()
+	p, erased, err := collectionstatus.OpenPersonal(context.Background(), suiteKeys, r.Personal)
+	if err != nil || erased {
+		t.Fatalf("open the personal part of %s: erased %v, %v", r.CollectionID, erased, err)
+	}
+	return p
+}
 
 // base is a fixed instant with sub-millisecond digits, to prove the store keeps ms precision.
 var base = time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)
@@ -82,9 +114,6 @@ func stored(r collectionstatus.Row) collectionstatus.Row {
 	}
 	if len(r.RequiredInputTypes) == 0 {
 		r.RequiredInputTypes = nil
-	}
-	if len(r.Instructions) == 0 {
-		r.Instructions = nil
 	}
 	return r
 }
@@ -376,7 +405,7 @@ func handle(t *testing.T, p *collectionstatus.Projector, batch []eventschema.Env
 
 func testProjectorWholeLife(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	if p.Name() != collectionstatus.ProjectorName {
 		t.Fatalf("Name = %q", p.Name())
 	}
@@ -393,7 +422,7 @@ func testProjectorWholeLife(t *testing.T, s collectionstatus.Store) {
 
 func testProjectorRedelivery(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	envs, want := life(log, "acme", "c-1", base)
 	other, wantOther := life(log, "other", "c-2", base.Add(time.Minute))
 	batch := append(append([]eventschema.Envelope{}, envs...), other...)
@@ -416,7 +445,7 @@ func testProjectorRedelivery(t *testing.T, s collectionstatus.Store) {
 
 func testProjectorOverlap(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	envs, want := life(log, "acme", "c-1", base)
 
 	handle(t, p, envs[:4]) // started … waiting for user action
@@ -447,7 +476,7 @@ func testProjectorOverlap(t *testing.T, s collectionstatus.Store) {
 
 func testProjectorOtherCategories(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	batch := []eventschema.Envelope{
 		log.Append("acme", client.StreamName("acme"), base, client.Registered{ClientID: "acme", Name: "Acme AB", RegisteredAt: base}),
 		log.Append("acme", client.StreamName("acme"), base, client.APIKeyIssued{KeyID: "k1", KeyHash: client.HashAPIKey("secret"), IssuedAt: base}),
@@ -470,7 +499,7 @@ func testProjectorOtherCategories(t *testing.T, s collectionstatus.Store) {
 // projector must upcast on read.
 func testProjectorOldStarted(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	started := log.AppendRaw(eventschema.Envelope{
 		Type: collection.EventStarted, SchemaVersion: 1, Tenant: "acme", Stream: collection.StreamName("c-v1"),
 		OccurredAt: base.Truncate(time.Millisecond),
@@ -492,7 +521,7 @@ func testProjectorOldStarted(t *testing.T, s collectionstatus.Store) {
 // still hand them to the client.
 func testProjectorOldInstructions(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	stream := collection.StreamName("c-v1")
 	started := log.Append("acme", stream, base, collection.Started{CollectionID: "c-v1", ClientID: "acme",
 		Company: "se-demo-insurer", Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_SAME_DEVICE",
@@ -509,8 +538,8 @@ func testProjectorOldInstructions(t *testing.T, s collectionstatus.Store) {
 	body := "{}"
 	want := []collection.Instruction{{RequestID: "r1", Method: "POST", URL: "https://company.example/eid/start",
 		Headers: map[string]string{"Authorization": "Bearer device-token"}, Body: &body}}
-	if got.Status != "WAITING_FOR_USER_ACTION" || !reflect.DeepEqual(got.Instructions, want) ||
-		got.QRStartSecret != "qr-secret" || got.Message != "m" {
+	if got.Status != "WAITING_FOR_USER_ACTION" || !reflect.DeepEqual(opened(t, got).Instructions, want) ||
+		opened(t, got).QRStartSecret != "qr-secret" || got.Message != "m" {
 		t.Fatalf("v1 instructions projected as %#v", got)
 	}
 }
@@ -519,7 +548,7 @@ func testProjectorOldInstructions(t *testing.T, s collectionstatus.Store) {
 func withDetails(r collectionstatus.Row) collectionstatus.Row {
 	body := `{"personalNumber":"19900101-0017","quote":"'\"<>&"}`
 	r.RequiredInputTypes = []string{"EMAIL", "MOBILE_PHONE_NUMBER"}
-	r.Instructions = []collection.Instruction{
+	instructions := []collection.Instruction{
 		{RequestID: "r1", Method: "POST", URL: "https://company.example/eid/start?x=1&y='2'",
 			Headers: map[string]string{"Content-Type": "application/json", "X-Quote": `a"b\c`}, Body: &body},
 		{RequestID: "r2", Method: "GET", URL: "https://company.example/eid/collect"},
@@ -528,7 +557,7 @@ func withDetails(r collectionstatus.Row) collectionstatus.Row {
 	r.EIDOrder = &collection.EIDOrder{QRStartToken: "67df3917-fa0d-44e5-b327-edcc928297f8",
 		AutoStartToken: "7c40b5c9-fa74-49cf-b98c-bfe651f9a7c6",
 		StartedAt:      time.Date(2026, 3, 4, 6, 6, 7, 123_456_789, time.FixedZone("CET", 3600))}
-	r.QRStartSecret = "d28db9a7-4cde-429e-a983-359be676944c"
+	r.Personal = sealed(r, collection.StatusPersonal{Instructions: instructions, QRStartSecret: "d28db9a7-4cde-429e-a983-359be676944c"})
 	r.Deadline = &collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: time.Date(2026, 3, 4, 5, 6, 37, 987_654_321, time.UTC)}
 	return r
 }
@@ -555,11 +584,11 @@ func testDetailsRoundTrip(t *testing.T, s collectionstatus.Store) {
 
 	// Empty lists are no lists; a row without details has none.
 	empty := row("c-empty-details", "acme", "LOGIN", 1)
-	empty.RequiredInputTypes, empty.Instructions = []string{}, []collection.Instruction{}
+	empty.RequiredInputTypes, empty.Personal = []string{}, []byte{}
 	upsert(t, s, empty)
 	got = get(t, s, "acme", "c-empty-details")
-	if got.RequiredInputTypes != nil || got.Instructions != nil || got.EIDOrder != nil || got.Deadline != nil ||
-		got.Message != "" || got.QRStartSecret != "" {
+	if got.RequiredInputTypes != nil || got.Personal != nil || got.EIDOrder != nil || got.Deadline != nil ||
+		got.Message != "" {
 		t.Fatalf("empty details came back as %#v", got)
 	}
 }
@@ -585,7 +614,7 @@ func testDetailsReplaced(t *testing.T, s collectionstatus.Store) {
 	upsert(t, s, done)
 	got := get(t, s, "acme", "c-1")
 	assertRow(t, got, stored(done))
-	if got.QRStartSecret != "" || got.EIDOrder != nil {
+	if got.Personal != nil || got.EIDOrder != nil {
 		t.Fatalf("a final status kept the EID order: %#v", got)
 	}
 }
@@ -595,7 +624,7 @@ func testDetailsReplaced(t *testing.T, s collectionstatus.Store) {
 // the status asked for, and the next status replaces the rest.
 func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	log := eventlog.New(t)
-	p := collectionstatus.NewProjector(log.Registry(), s)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
 	const id = "c-details"
 	stream := collection.StreamName(id)
 	t0 := base
@@ -615,10 +644,10 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 		EIDOrder: order, Deadline: deadline, ChangedAt: t0.Add(2 * time.Second),
 		Personal: &collection.StatusPersonal{QRStartSecret: "qr-secret"}})})
 	got := get(t, s, "acme", id)
-	if got.Status != "WAITING_FOR_USER_ACTION" || got.QRStartSecret != "qr-secret" || got.Message != "Öppna BankID-appen" ||
+	if got.Status != "WAITING_FOR_USER_ACTION" || opened(t, got).QRStartSecret != "qr-secret" || got.Message != "Öppna BankID-appen" ||
 		!reflect.DeepEqual(got.EIDOrder, &collection.EIDOrder{QRStartToken: "qr-token", AutoStartToken: "auto-token", StartedAt: order.StartedAt.UTC()}) ||
 		got.Deadline == nil || *got.Deadline != (collection.Deadline{Kind: collection.DeadlineEIDOrder, DueAt: deadline.DueAt.UTC()}) ||
-		got.RequiredInputTypes != nil || got.Instructions != nil {
+		got.RequiredInputTypes != nil || opened(t, got).Instructions != nil {
 		t.Fatalf("waiting for user action: %#v", got)
 	}
 
@@ -629,8 +658,8 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 		Deadline:  &collection.Deadline{Kind: collection.DeadlineContactForm, DueAt: t0.Add(125 * time.Second)},
 		ChangedAt: t0.Add(5 * time.Second), Personal: &collection.StatusPersonal{Instructions: instructions}})})
 	got = get(t, s, "acme", id)
-	if !reflect.DeepEqual(got.RequiredInputTypes, []string{"EMAIL", "MOBILE_PHONE_NUMBER"}) || !reflect.DeepEqual(got.Instructions, instructions) ||
-		got.EIDOrder != nil || got.QRStartSecret != "" || got.Message != "" || got.Deadline.Kind != collection.DeadlineContactForm {
+	if !reflect.DeepEqual(got.RequiredInputTypes, []string{"EMAIL", "MOBILE_PHONE_NUMBER"}) || !reflect.DeepEqual(opened(t, got).Instructions, instructions) ||
+		got.EIDOrder != nil || opened(t, got).QRStartSecret != "" || got.Message != "" || got.Deadline.Kind != collection.DeadlineContactForm {
 		t.Fatalf("contact form pending: %#v", got)
 	}
 
@@ -639,7 +668,7 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 		Personal: &collection.SuppliedValues{Inputs: []collection.Input{{Type: "EMAIL", Value: "a@b.se"}, {Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}}}})
 	handle(t, p, []eventschema.Envelope{supplied})
 	got = get(t, s, "acme", id)
-	if got.Status != "CONTACT_FORM_PENDING" || got.RequiredInputTypes != nil || got.Instructions != nil ||
+	if got.Status != "CONTACT_FORM_PENDING" || got.RequiredInputTypes != nil || got.Personal != nil ||
 		got.Deadline == nil || got.Revision != supplied.Revision || !got.UpdatedAt.Equal(t0.Add(6*time.Second).Truncate(time.Millisecond)) {
 		t.Fatalf("after accepted input: %#v", got)
 	}
@@ -647,7 +676,7 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	handle(t, p, []eventschema.Envelope{appendEv(7*time.Second, collection.StatusChanged{
 		From: collection.StatusContactFormPending, To: collection.StatusCollecting, ChangedAt: t0.Add(7 * time.Second)})})
 	got = get(t, s, "acme", id)
-	if got.Status != "COLLECTING" || got.Deadline != nil || got.Message != "" || got.EIDOrder != nil || got.QRStartSecret != "" {
+	if got.Status != "COLLECTING" || got.Deadline != nil || got.Message != "" || got.EIDOrder != nil || got.Personal != nil {
 		t.Fatalf("collecting: %#v", got)
 	}
 
@@ -659,6 +688,101 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	assertRow(t, get(t, s, "acme", id), got)
 }
 
+// testProjectorAcceptedInputKeepsTheQRSecret: accepted input drops the instructions from the
+// sealed personal part and keeps the QR secret.
+func testProjectorAcceptedInputKeepsTheQRSecret(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
+	const id = "c-qr-input"
+	stream := collection.StreamName(id)
+	instructions := []collection.Instruction{{RequestID: "r1", Method: "POST", URL: "https://company.example/login"}}
+	handle(t, p, []eventschema.Envelope{
+		log.Append("acme", stream, base, collection.Started{CollectionID: id, ClientID: "acme", Company: "se-demo-insurer",
+			Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
+			RequestHash: "h", StartedAt: base}),
+		log.Append("acme", stream, base, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusWaitingForUserAction,
+			InstructionRequestIDs: []string{"r1"}, ChangedAt: base,
+			Personal: &collection.StatusPersonal{Instructions: instructions, QRStartSecret: "qr-secret"}}),
+		log.Append("acme", stream, base, collection.InputSupplied{Kind: collection.InputKindClientResponses,
+			RequestIDs: []string{"r1"}, SuppliedAt: base, Personal: &collection.SuppliedValues{}}),
+	})
+	got := opened(t, get(t, s, "acme", id))
+	if got.Instructions != nil || got.QRStartSecret != "qr-secret" {
+		t.Fatalf("after accepted input: %#v", got)
+	}
+}
+
+// secrets are the personal values the tests below project; no stored column may hold them.
+var secrets = []string{"device-token", "qr-secret-0001", "company.example", "199001010017"}
+
+// testStoredRowsHoldNoPlainPersonalData: what the projector stores (every column comes back in
+// a Row) holds the instructions and the QR secret only sealed.
+func testStoredRowsHoldNoPlainPersonalData(t *testing.T, s collectionstatus.Store) {
+	log := eventlog.New(t)
+	p := collectionstatus.NewProjector(log.Registry(), s, suiteKeys)
+	const id = "c-sealed"
+	stream := collection.StreamName(id)
+	body := `{"personalNumber":"199001010017"}`
+	handle(t, p, []eventschema.Envelope{
+		log.Append("acme", stream, base, collection.Started{CollectionID: id, ClientID: "acme", Company: "se-demo-insurer",
+			Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
+			UserUUID: "u-sealed", RequestHash: "h", StartedAt: base}),
+		log.Append("acme", stream, base, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusWaitingForUserAction,
+			InstructionRequestIDs: []string{"r1"}, ChangedAt: base,
+			Personal: &collection.StatusPersonal{QRStartSecret: "qr-secret-0001", Instructions: []collection.Instruction{{RequestID: "r1",
+				Method: "POST", URL: "https://company.example/eid", Headers: map[string]string{"Authorization": "Bearer device-token"}, Body: &body}}}}),
+	})
+	rows, err := s.GetMany(ctx(t), []string{id})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("GetMany = %v, %v", rows, err)
+	}
+	dump := fmt.Sprintf("%#v %s", rows[id], rows[id].Personal)
+	for _, secret := range secrets {
+		if strings.Contains(dump, secret) {
+			t.Fatalf("the stored row holds %q in plain text: %s", secret, dump)
+		}
+	}
+	if subject := eventschema.SealedSubject(rows[id].Personal); subject != "user-u-sealed" {
+		t.Fatalf("sealed under %q, want the collection's user", subject)
+	}
+	view, err := collectionstatus.NewReader(s, suiteKeys).Get(ctx(t), "acme", id)
+	if err != nil || view.QRStartSecret != "qr-secret-0001" || len(view.Instructions) != 1 ||
+		view.Instructions[0].Headers["Authorization"] != "Bearer device-token" {
+		t.Fatalf("read back: %#v, %v", view, err)
+	}
+}
+
+// testReaderErasedAndLost: an erased subject's status reads without its personal part, and no
+// error; a lost key is an error, never an empty status.
+func testReaderErasedAndLost(t *testing.T, s collectionstatus.Store) {
+	keys := keystore.NewMemory()
+	r := withDetails(row("c-erased", "acme", "WAITING_FOR_USER_ACTION", 3))
+	r.UserUUID = "u-erased"
+	plain, _ := json.Marshal(collection.StatusPersonal{QRStartSecret: "qr"})
+	var err error
+	if r.Personal, err = eventschema.Seal(ctx(t), keys, "user-u-erased", plain); err != nil {
+		t.Fatal(err)
+	}
+	lost := r
+	lost.CollectionID, lost.UserUUID = "c-lost", "u-lost"
+	if lost.Personal, err = eventschema.Seal(ctx(t), keys, "user-u-lost", plain); err != nil {
+		t.Fatal(err)
+	}
+	upsert(t, s, r, lost)
+	if err := keys.Destroy(ctx(t), "user-u-erased"); err != nil {
+		t.Fatal(err)
+	}
+	reader := collectionstatus.NewReader(s, keys)
+	view, err := reader.Get(ctx(t), "acme", "c-erased")
+	if err != nil || view.QRStartSecret != "" || view.Instructions != nil || view.Status != "WAITING_FOR_USER_ACTION" || view.EIDOrder == nil {
+		t.Fatalf("erased subject: %#v, %v", view, err)
+	}
+	if _, err := collectionstatus.NewReader(s, keystore.NewMemory()).Get(ctx(t), "acme", "c-lost"); !errors.Is(err, eventschema.ErrKeyNotFound) ||
+		errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("a lost key: %v", err)
+	}
+}
+
 // testReaderGet reads through the query side's port: every field the status endpoint needs, and
 // the port's own not-found error (never the store's) for an unknown collection and another
 // tenant's.
@@ -666,7 +790,7 @@ func testReaderGet(t *testing.T, s collectionstatus.Store) {
 	in := withDetails(row("c-1", "acme", "WAITING_FOR_USER_ACTION", 3))
 	in.ExtraInformation = map[string]any{"MESSAGE": "hej"}
 	upsert(t, s, in, row("c-other", "other", "RUNNING", 0))
-	var reader query.StatusReader = collectionstatus.NewReader(s)
+	var reader query.StatusReader = collectionstatus.NewReader(s, suiteKeys)
 	got, err := reader.Get(ctx(t), "acme", "c-1")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
@@ -678,9 +802,9 @@ func testReaderGet(t *testing.T, s collectionstatus.Store) {
 		ExtraInformation: r.ExtraInformation, RequiredInputTypes: r.RequiredInputTypes, Message: r.Message,
 		EIDOrder: &query.EIDOrderView{QRStartToken: r.EIDOrder.QRStartToken, AutoStartToken: r.EIDOrder.AutoStartToken,
 			StartedAt: r.EIDOrder.StartedAt},
-		QRStartSecret: r.QRStartSecret, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		QRStartSecret: opened(t, r).QRStartSecret, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
-	for _, in := range r.Instructions {
+	for _, in := range opened(t, r).Instructions {
 		want.Instructions = append(want.Instructions, query.InstructionView{RequestID: in.RequestID, Method: in.Method,
 			URL: in.URL, Headers: in.Headers, Body: in.Body})
 	}
@@ -711,7 +835,7 @@ func testReaderListNonFinal(t *testing.T, s collectionstatus.Store) {
 	}
 	upsert(t, s, at(row("c-running", "acme", "RUNNING", 0), 3), at(row("c-login", "other", "LOGIN", 2), 1),
 		at(row("c-done", "acme", "COMPLETED", 6), 0), at(row("c-collecting", "acme", "COLLECTING", 4), 2))
-	var active activeCollections = collectionstatus.NewReader(s)
+	var active activeCollections = collectionstatus.NewReader(s, suiteKeys)
 	got, err := active.ListNonFinal(ctx(t), 0)
 	if want := []string{"c-login", "c-collecting", "c-running"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ListNonFinal = %v, %v; want %v", got, err, want)

@@ -1,0 +1,143 @@
+package collectiondata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+)
+
+// sealingStore is a Store whose personal columns hold only ciphertext: see Sealing.
+type sealingStore struct {
+	Store
+	keys eventschema.Keys
+}
+
+// Sealing wraps an adapter so that what it stores of personal data (a row's Personal, a
+// document's Content) is sealed under the collection's data subject (collection.DataSubject
+// of the row's id and user) and opened when it is read: the projector and the Reader see it
+// plain, the database never does. An erased subject reads as no personal data and no content
+// (the data endpoints then show null); a lost key is an error. Rows written before sealing,
+// whose columns hold plain text, are read as they are and sealed when next written.
+//
+// A row written before the user column existed reads with no user, so data added to it later
+// is sealed under the collection's own subject: an erasure of its user also destroys the keys
+// of the user's collections (or the read models are rebuilt), or that data outlives it.
+func Sealing(s Store, keys eventschema.Keys) Store { return sealingStore{Store: s, keys: keys} }
+
+func subject(r Row) string { return collection.DataSubject(r.CollectionID, r.UserUUID) }
+
+// Upsert implements Store: it seals, then writes.
+func (s sealingStore) Upsert(ctx context.Context, rows []Row, docs []Document) error {
+	subjects := map[string]string{}
+	sealedRows := make([]Row, len(rows))
+	for i, r := range rows {
+		subjects[r.CollectionID] = subject(r)
+		if !r.Personal.IsZero() {
+			plain, err := encodePersonal(r.Personal)
+			if err != nil {
+				return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+			}
+			if r.sealed, err = s.seal(ctx, subject(r), []byte(plain)); err != nil {
+				return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+			}
+		}
+		r.Personal = Personal{}
+		sealedRows[i] = r
+	}
+	sealedDocs := make([]Document, len(docs))
+	for i, d := range docs {
+		if len(d.Content) > 0 {
+			sub, ok := subjects[d.CollectionID]
+			if !ok {
+				sub = collection.DataSubject(d.CollectionID, "")
+			}
+			var err error
+			if d.Content, err = s.seal(ctx, sub, d.Content); err != nil {
+				return fmt.Errorf("collection document %s/%s: %w", d.CollectionID, d.DocumentID, err)
+			}
+		}
+		sealedDocs[i] = d
+	}
+	return s.Store.Upsert(ctx, sealedRows, sealedDocs)
+}
+
+// seal seals plain; an erased subject gets nothing stored (nil).
+func (s sealingStore) seal(ctx context.Context, subject string, plain []byte) ([]byte, error) {
+	sealed, err := eventschema.Seal(ctx, s.keys, subject, plain)
+	if errors.Is(err, eventschema.ErrSubjectErased) {
+		return nil, nil
+	}
+	return sealed, err
+}
+
+// open opens a row's sealed personal data into Personal.
+func (s sealingStore) open(ctx context.Context, r Row) (Row, error) {
+	if r.sealed == nil {
+		return r, nil
+	}
+	plain, erased, err := eventschema.Open(ctx, s.keys, r.sealed)
+	r.sealed = nil
+	if err != nil {
+		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+	}
+	if erased {
+		r.Personal = Personal{}
+		return r, nil
+	}
+	if r.Personal, err = decodePersonal(string(plain)); err != nil {
+		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+	}
+	return r, nil
+}
+
+// GetMany implements Store.
+func (s sealingStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	rows, err := s.Store.GetMany(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for id, r := range rows {
+		if rows[id], err = s.open(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// Get implements Store.
+func (s sealingStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
+	r, err := s.Store.Get(ctx, tenant, collectionID)
+	if err != nil {
+		return Row{}, err
+	}
+	return s.open(ctx, r)
+}
+
+// Document implements Store: an erased subject's document has no content.
+func (s sealingStore) Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error) {
+	d, err := s.Store.Document(ctx, tenant, collectionID, documentID)
+	if err != nil || len(d.Content) == 0 {
+		return d, err
+	}
+	content, erased, err := eventschema.Open(ctx, s.keys, d.Content)
+	if err != nil {
+		return Document{}, fmt.Errorf("collection document %s/%s: %w", collectionID, documentID, err)
+	}
+	d.Content = content
+	if erased {
+		d.Content = nil
+	}
+	return d, nil
+}
+
+// Close closes the adapter when it holds resources of its own.
+func (s sealingStore) Close() error {
+	if c, ok := s.Store.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
