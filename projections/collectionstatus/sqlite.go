@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS collection_status (
 ) WITHOUT ROWID;
 -- ListNonFinal reads the few running collections among the many finished ones.
 CREATE INDEX IF NOT EXISTS collection_status_by_status ON collection_status (status, created_at_ms);
+-- ListByUser reads one user's collections in the list's order (byuser.go).
+` + sqliteByUserIndex + `;
 `
 
 const sqliteColumns = `collection_id, tenant, company, product, login_method, api_version, user_uuid,

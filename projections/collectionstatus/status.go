@@ -71,6 +71,9 @@ type Store interface {
 	// ListNonFinal returns up to limit collections (limit <= 0: all) whose status is not
 	// final, oldest first (by CreatedAt, then id).
 	ListNonFinal(ctx context.Context, limit int) ([]Row, error)
+	// ListByUser returns up to limit of tenant's collections made for userUUID, newest first
+	// (by CreatedAt, then id), starting after the position (nil: from the newest); byuser.go.
+	ListByUser(ctx context.Context, tenant, userUUID string, after *UserPosition, limit int) ([]Row, error)
 	// Reset removes every row, before a rebuild from the event store.
 	Reset(ctx context.Context) error
 }

@@ -53,6 +53,10 @@ func Run(t *testing.T, open Open) {
 		{"ReaderErasedSubjectAndLostKey", testReaderErasedAndLost},
 		{"ReaderGetThroughItsPort", testReaderGet},
 		{"ReaderListNonFinal", testReaderListNonFinal},
+		{"ListByUser", testListByUser},
+		{"ListByUserPages", testListByUserPages},
+		{"ProjectorListByUser", testProjectorListByUser},
+		{"ReaderListByUser", testReaderListByUser},
 	}.Run(t, open)
 }
 

@@ -1,0 +1,96 @@
+package collectionstatus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/query"
+)
+
+// A user's collections, newest first (GET /users/{userUuid}/collections). The order is by
+// created_at_ms, then collection_id, both descending: neither ever changes for a collection, so a
+// page that ends at (createdAt, id) is followed by exactly the collections after it, whatever
+// was created or changed meanwhile, and the filters and cursor can be applied to a ClickHouse
+// table's raw row versions before FINAL collapses them.
+
+// UserPosition is where a page of a user's collections ends: the last row's CreatedAt (at the
+// stored ms precision) and CollectionID.
+type UserPosition struct {
+	CreatedAt    time.Time
+	CollectionID string
+}
+
+// sqliteByUserIndex serves ListByUser: the rows of one tenant's user, in the list's order.
+const sqliteByUserIndex = `CREATE INDEX IF NOT EXISTS collection_status_by_user
+	ON collection_status (tenant, user_uuid, created_at_ms, collection_id)`
+
+// byUserFilter is the WHERE clause of ListByUser on both adapters, and its arguments.
+func byUserFilter(tenant, userUUID string, after *UserPosition) (string, []any) {
+	where := `tenant = ? AND user_uuid = ?`
+	args := []any{tenant, userUUID}
+	if after != nil {
+		where += ` AND (created_at_ms < ? OR (created_at_ms = ? AND collection_id < ?))`
+		ms := readdb.Millis(after.CreatedAt)
+		args = append(args, ms, ms, after.CollectionID)
+	}
+	return where, args
+}
+
+// ListByUser returns up to limit of tenant's collections made for userUUID, newest first,
+// starting after the position (nil: from the newest). A collection made for no user is never
+// listed, whatever userUUID is.
+func (s *SQLiteStore) ListByUser(ctx context.Context, tenant, userUUID string, after *UserPosition, limit int) ([]Row, error) {
+	if userUUID == "" || limit <= 0 {
+		return nil, nil
+	}
+	where, args := byUserFilter(tenant, userUUID, after)
+	var out []Row
+	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+sqliteColumns+` FROM collection_status
+		WHERE `+where+` ORDER BY created_at_ms DESC, collection_id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list collections of user %s: %w", userUUID, err)
+	}
+	return out, nil
+}
+
+// ListByUser is SQLiteStore.ListByUser on ClickHouse. Every column of the filter and the order
+// is immutable, so they apply to the raw versions next to FINAL, which then keeps the newest
+// version of each listed collection.
+func (s *ClickHouseStore) ListByUser(ctx context.Context, tenant, userUUID string, after *UserPosition, limit int) ([]Row, error) {
+	if userUUID == "" || limit <= 0 {
+		return nil, nil
+	}
+	where, args := byUserFilter(tenant, userUUID, after)
+	var out []Row
+	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+clickhouseColumns+` FROM collection_status FINAL
+		WHERE `+where+` ORDER BY created_at_ms DESC, collection_id DESC LIMIT `+fmt.Sprint(limit), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list collections of user %s: %w", userUUID, err)
+	}
+	return out, nil
+}
+
+// ListByUser implements query.UserCollectionsReader.
+func (r Reader) ListByUser(ctx context.Context, tenant, userUUID string, after *query.CollectionCursor, limit int) ([]query.CollectionSummary, error) {
+	var pos *UserPosition
+	if after != nil {
+		pos = &UserPosition{CreatedAt: after.CreatedAt, CollectionID: after.CollectionID}
+	}
+	rows, err := r.store.ListByUser(ctx, tenant, userUUID, pos, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]query.CollectionSummary, 0, len(rows))
+	for _, row := range rows {
+		if row.Tenant != tenant || row.UserUUID != userUUID {
+			continue // a store that forgot a filter must not leak another's collection
+		}
+		out = append(out, query.CollectionSummary{CollectionID: row.CollectionID, Company: row.Company, Product: row.Product,
+			LoginMethod: row.LoginMethod, Status: row.Status, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt})
+	}
+	return out, nil
+}
+
+var _ query.UserCollectionsReader = Reader{}
