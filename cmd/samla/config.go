@@ -11,6 +11,7 @@ import (
 
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/platform/config"
+	"github.com/samla/samla/platform/sessiontoken"
 )
 
 // Config is every role's configuration. Each setting is a flag whose default comes from a
@@ -49,6 +50,12 @@ type Config struct {
 	// into the data dir.
 	FingerprintKeyFile string
 
+	// Users' session tokens (sessions.go): their lifetime, the PEM file of their signing keys
+	// (empty: generated into the data dir) and their issuer (the iss claim).
+	SessionTTL time.Duration
+	JWTKeyFile string
+	JWTIssuer  string
+
 	// envErr lists the SAMLA_* variables that did not parse; validate reports them.
 	envErr error
 }
@@ -66,6 +73,9 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.OpsAddr, "ops-addr", env.String("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
 	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env.String("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
 	fs.StringVar(&c.FingerprintKeyFile, "fingerprint-key-file", env.String("SAMLA_FINGERPRINT_KEY_FILE", ""), "file whose content (at least 32 bytes) keys the requests' idempotency fingerprints; a distributed deployment gives every command replica the same file. Empty: a key generated into <data dir>/fingerprint-key on the first start and reused [SAMLA_FINGERPRINT_KEY_FILE]")
+	fs.DurationVar(&c.SessionTTL, "session-ttl", env.Duration("SAMLA_SESSION_TTL", sessiontoken.DefaultTTL), "lifetime of a user's session token, at most 24h [SAMLA_SESSION_TTL]")
+	fs.StringVar(&c.JWTKeyFile, "jwt-key-file", env.String("SAMLA_JWT_KEY_FILE", ""), "PEM file of the Ed25519 keys that sign and verify users' session tokens, the signing key first (samla sessions rotate-key manages it); every API replica reads the same file. Empty: keys generated into <data dir>/"+SessionKeyFile+" on the first start [SAMLA_JWT_KEY_FILE]")
+	fs.StringVar(&c.JWTIssuer, "jwt-issuer", env.String("SAMLA_JWT_ISSUER", DefaultJWTIssuer), "issuer (iss) of users' session tokens; tokens of another issuer are refused [SAMLA_JWT_ISSUER]")
 	fs.StringVar(&c.EventStore, "eventstore", env.String("SAMLA_EVENTSTORE", "sqlite"), "sqlite, or an esdb:// connection string [SAMLA_EVENTSTORE]")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", env.String("SAMLA_KAFKA_BROKERS", ""), "comma-separated brokers; empty runs the embedded broker [SAMLA_KAFKA_BROKERS]")
 	fs.StringVar(&c.ClickHouseDSN, "clickhouse-dsn", env.String("SAMLA_CLICKHOUSE_DSN", ""), "clickhouse://host:9000/db for ClickHouse read models; empty uses SQLite [SAMLA_CLICKHOUSE_DSN]")
@@ -113,6 +123,14 @@ func (c *Config) validate() error {
 	positive("input-timeout", c.InputTimeout)
 	positive("method-selection-timeout", c.MethodSelectionTimeout)
 	positive("eid-order-timeout", c.EIDOrderTimeout)
+	positive("session-ttl", c.SessionTTL)
+	if c.SessionTTL > sessiontoken.MaxTTL {
+		// A session token cannot be revoked on its own; a long-lived one is a mistake.
+		errs = append(errs, fmt.Errorf("--session-ttl must be at most %s, not %s", sessiontoken.MaxTTL, c.SessionTTL))
+	}
+	if strings.TrimSpace(c.JWTIssuer) == "" {
+		errs = append(errs, errors.New("--jwt-issuer must not be empty"))
+	}
 	if c.MockSignDelay < 0 {
 		errs = append(errs, fmt.Errorf("--mock-sign-delay must not be negative, not %s", c.MockSignDelay))
 	}

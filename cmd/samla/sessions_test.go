@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/samla/samla/platform/config"
+	"github.com/samla/samla/platform/sessiontoken"
+)
+
+func TestSessionSettings(t *testing.T) {
+	parse := func(vars map[string]string) (*Config, error) {
+		vars["SAMLA_DATA_DIR"] = t.TempDir()
+		cfg := bindConfigFrom(pflag.NewFlagSet("test", pflag.ContinueOnError), config.NewEnvFrom(vars))
+		return cfg, cfg.validate()
+	}
+	cfg, err := parse(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SessionTTL != 15*time.Minute || cfg.JWTIssuer != DefaultJWTIssuer || cfg.JWTKeyFile != "" {
+		t.Errorf("defaults: ttl %s, issuer %q, key file %q", cfg.SessionTTL, cfg.JWTIssuer, cfg.JWTKeyFile)
+	}
+	cfg, err = parse(map[string]string{"SAMLA_SESSION_TTL": "5m", "SAMLA_JWT_ISSUER": "https://api.example", "SAMLA_JWT_KEY_FILE": "/run/keys.pem"})
+	if err != nil || cfg.SessionTTL != 5*time.Minute || cfg.JWTIssuer != "https://api.example" || cfg.JWTKeyFile != "/run/keys.pem" {
+		t.Errorf("set: %+v, %v", cfg, err)
+	}
+	for _, bad := range []map[string]string{
+		{"SAMLA_SESSION_TTL": "fifteen minutes"},
+		{"SAMLA_SESSION_TTL": "0s"},
+		{"SAMLA_SESSION_TTL": "-1m"},
+		{"SAMLA_SESSION_TTL": "25h"},
+		{"SAMLA_JWT_ISSUER": " "},
+	} {
+		if _, err := parse(bad); err == nil {
+			t.Errorf("%v: the start would go on", bad)
+		}
+	}
+}
+
+func TestSessionKeyCommands(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		root := newRoot(&out, &errOut)
+		root.SetArgs(append(args, "--data-dir", dir))
+		err := root.Execute()
+		return out.String(), err
+	}
+	// The first start generates the key file; here the first rotation does.
+	if _, err := run("sessions", "rotate-key"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, SessionKeyFile)
+	first, err := sessiontoken.LoadKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("sessions", "rotate-key", "--stage"); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := sessiontoken.LoadKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := staged.KeyIDs()
+	if len(ids) != 2 || ids[0] != first.SigningKeyID() {
+		t.Fatalf("after --stage: %v, want the first key still signing", ids)
+	}
+	if _, err := run("sessions", "promote-key", ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("sessions", "list-keys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ids[1] + "\tsigns\n" + ids[0] + "\tverifies\n"; out != want {
+		t.Errorf("list-keys = %q, want %q", out, want)
+	}
+	if _, err := run("sessions", "retire-key", ids[1]); !errors.Is(err, sessiontoken.ErrRetireSigningKey) {
+		t.Errorf("retiring the signing key: %v", err)
+	}
+	if _, err := run("sessions", "retire-key", ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := sessiontoken.LoadKeyFile(path); !slices.Equal(keys.KeyIDs(), ids[1:]) {
+		t.Errorf("after retiring: %v", keys.KeyIDs())
+	}
+	// A key file the operator names must exist: a start does not generate one there.
+	if _, err := run("sessions", "list-keys", "--jwt-key-file", filepath.Join(dir, "missing.pem")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("list-keys of a missing file: %v", err)
+	}
+}
