@@ -48,14 +48,14 @@ func (s *Service) startConnector(ctx context.Context) error {
 		return fmt.Errorf("company adapter: %w", err)
 	}
 	w := worker.New(worker.Config{
-		WorkerID: workerID, Repo: repository.New(s.store, s.registry, collection.Kind), Catalog: s.catalog,
+		WorkerID: workerID, Repo: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), Catalog: s.catalog,
 		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
 		MaxSessions: s.cfg.MaxSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
 		// The user's deadlines; they are recorded with the statuses that wait, so a restarted
 		// or another worker enforces them.
 		ContactFormTimeout: s.cfg.ContactFormTimeout, InputTimeout: s.cfg.InputTimeout,
 		MethodSelectionTimeout: s.cfg.MethodSelectionTimeout, EIDOrderTimeout: s.cfg.EIDOrderTimeout,
-		Active: collectionstatus.NewReader(s.models.Status),
+		Active: collectionstatus.NewReader(s.models.Status, s.keys),
 	})
 	consume := s.consume(ConnectorGroupID, []string{eventschema.Topic("collection")})
 	s.runRole(ctx, "connector consumer", func(ctx context.Context) error {

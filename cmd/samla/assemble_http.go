@@ -77,13 +77,13 @@ func (s *Service) registerRoutes(engine *gin.Engine) error {
 			s.log.Warn("idempotency fingerprints use a key generated into this data dir; give every command replica the same --fingerprint-key-file",
 				"key_file", filepath.Join(s.cfg.DataDir, FingerprintKeyFile))
 		}
-		users := repository.New(s.store, s.registry, user.Kind)
-		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind), users, nil)
+		users := repository.New(s.store, s.registry, user.Kind, repository.WithKeys(s.keys))
+		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), users, nil)
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key})
 	}
 	if s.roles.Query {
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
-			Status: collectionstatus.NewReader(s.models.Status), History: eventhistory.NewReader(s.models.History),
+			Status: collectionstatus.NewReader(s.models.Status, s.keys), History: eventhistory.NewReader(s.models.History),
 			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/esdb"
 	"github.com/samla/samla/command/eventstore/sqlite"
+	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/filelock"
 	"github.com/samla/samla/projections"
 )
@@ -94,15 +95,15 @@ func openStore(cfg *Config) (eventstore.Store, error) {
 	return nil, fmt.Errorf("SAMLA_EVENTSTORE %q: want sqlite or an esdb:// connection string", cfg.EventStore)
 }
 
-func openReadModels(ctx context.Context, cfg *Config) (*projections.ReadModels, error) {
+func openReadModels(ctx context.Context, cfg *Config, keys eventschema.Keys) (*projections.ReadModels, error) {
 	if cfg.ClickHouseDSN != "" {
-		m, err := projections.OpenClickHouseReadModels(ctx, cfg.ClickHouseDSN)
+		m, err := projections.OpenClickHouseReadModels(ctx, cfg.ClickHouseDSN, keys)
 		if err != nil {
 			return nil, fmt.Errorf("open ClickHouse read models: %w", err)
 		}
 		return m, nil
 	}
-	m, err := projections.OpenSQLiteReadModels(cfg.DataDir)
+	m, err := projections.OpenSQLiteReadModels(cfg.DataDir, keys)
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite read models: %w", err)
 	}
@@ -123,7 +124,12 @@ func RebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger) (
 		return 0, err
 	}
 	defer store.Close()
-	models, err := openReadModels(ctx, cfg)
+	keys, err := openKeys(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer keys.close()
+	models, err := openReadModels(ctx, cfg, keys)
 	if err != nil {
 		return 0, err
 	}

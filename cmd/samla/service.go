@@ -57,6 +57,7 @@ type Service struct {
 	registry *eventschema.Registry
 
 	store   eventstore.Store
+	keys    eventschema.Keys // seals and opens personal data; nil in a process that needs none
 	broker  *kafka.Embedded
 	brokers []string
 	models  *projections.ReadModels
@@ -102,6 +103,16 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		return nil, err
 	}
 	s.closers = append(s.closers, releaseDataDir)
+	// Every role but the relay appends, loads, projects or reads personal data; the relay
+	// only moves sealed events.
+	if roles.Command || roles.Query || roles.Project || roles.Connect {
+		keys, err := openKeys(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.keys = keys
+		s.closers = append(s.closers, keys.close)
+	}
 	if roles.Command || roles.Relay || roles.Connect {
 		store, err := openStore(cfg)
 		if err != nil {
@@ -116,7 +127,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		}
 	}
 	if roles.http() || roles.Project || roles.Connect {
-		models, err := openReadModels(ctx, cfg)
+		models, err := openReadModels(ctx, cfg, s.keys)
 		if err != nil {
 			return nil, err
 		}
