@@ -42,6 +42,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		roleCommand("connect", "Run the connector workers (and the sandbox companies unless --sandbox=false)", Roles{Connect: true}, stdout, stderr),
 		projectionsCommand(stdout, stderr),
 		clientsCommand(stdout, stderr),
+		keysCommand(stdout, stderr),
 		sessionsCommand(stdout, stderr),
 		sandboxCommand(stdout, stderr),
 	)
