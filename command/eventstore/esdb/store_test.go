@@ -12,7 +12,7 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/esdb"
-	"github.com/samla/samla/command/eventstore/esdb/internal/esdbfake"
+	"github.com/samla/samla/internal/esdbfake"
 	"github.com/samla/samla/command/eventstore/storetest"
 	"github.com/samla/samla/eventschema"
 )
