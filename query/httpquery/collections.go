@@ -43,6 +43,10 @@ type Deps struct {
 	Companies Companies
 	// Data serves the data endpoints (data.go); they are mounted only when it is set.
 	Data query.DataReader
+	// Users and UserCollections serve the user endpoints (users.go); they are mounted only when
+	// Users is set, and then UserCollections is required.
+	Users           query.UserReader
+	UserCollections query.UserCollectionsReader
 	// Now is the clock of the status poll's animated QR data; nil means time.Now.
 	Now func() time.Time
 }
@@ -64,6 +68,12 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	h.registerCompanies(r)
 	if d.Data != nil {
 		h.registerData(r)
+	}
+	if d.Users != nil {
+		if d.UserCollections == nil {
+			panic("httpquery.RegisterRoutes: Deps.UserCollections is required with Deps.Users")
+		}
+		h.registerUsers(r)
 	}
 }
 
