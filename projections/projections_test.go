@@ -16,6 +16,7 @@ import (
 
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/platform/metrics"
@@ -25,6 +26,7 @@ import (
 	"github.com/samla/samla/projections/internal/eventlog"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
+	"github.com/samla/samla/projections/users"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -143,11 +145,17 @@ type world struct {
 	historyLen map[string]int // stream → events
 	tenantOf   map[string]string
 	data       map[string]collectiondata.Row // collection → its data row, for every collection
+	users      map[string]users.Row          // user → its row, Personal only marked (sealed bytes vary)
+	externalID map[string]string             // reservation key → the live user that holds it
 }
+
+// worldSecret names the world's externalId reservations.
+var worldSecret = []byte("world-secret-0123456789abcdef0123456")
 
 func buildWorld(log *eventlog.Log, n int) world {
 	w := world{statuses: map[string]collectionstatus.Row{}, keys: map[string]string{},
-		historyLen: map[string]int{}, tenantOf: map[string]string{}, data: map[string]collectiondata.Row{}}
+		historyLen: map[string]int{}, tenantOf: map[string]string{}, data: map[string]collectiondata.Row{},
+		users: map[string]users.Row{}, externalID: map[string]string{}}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	for _, tenant := range []string{"acme", "other"} {
 		s := client.StreamName(tenant)
@@ -162,6 +170,27 @@ func buildWorld(log *eventlog.Log, n int) world {
 		w.revoked = append(w.revoked, tenant+"-key-1")
 		w.historyLen[s] = 5
 		w.tenantOf[s] = tenant
+		// Two users, the first deleted and its externalId taken by the second.
+		first, second := fmt.Sprintf("u-%s-1", tenant), fmt.Sprintf("u-%s-2", tenant)
+		key := user.ExternalIDKey(worldSecret, tenant, "customer-42")
+		reservation := user.ReservationStreamName(key)
+		for i, id := range []string{first, second} {
+			at := t0.Add(time.Duration(i) * time.Hour)
+			log.Append(tenant, reservation, at, user.ExternalIDReserved{ClientID: tenant, UserUUID: id, RequestHash: "h", ReservedAt: at})
+			log.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, RequestHash: "h", CreatedAt: at,
+				Personal: &user.CreatedPerson{ExternalID: "customer-42"}})
+			w.users[id] = users.Row{UserUUID: id, Tenant: tenant, Personal: []byte("sealed"), CreatedAt: at}
+			w.historyLen[user.StreamName(id)], w.tenantOf[user.StreamName(id)] = 1, tenant
+			if i == 0 {
+				deleted := at.Add(time.Minute)
+				log.Append(tenant, user.StreamName(id), deleted, user.Deleted{DeletedAt: deleted})
+				log.Append(tenant, reservation, deleted, user.ExternalIDReleased{UserUUID: id, ReleasedAt: deleted})
+				w.users[id] = users.Row{UserUUID: id, Tenant: tenant, CreatedAt: at, DeletedAt: deleted, Revision: 1}
+				w.historyLen[user.StreamName(id)] = 2
+			}
+		}
+		w.externalID[key] = second
+		w.historyLen[reservation], w.tenantOf[reservation] = 3, tenant
 	}
 	for i := range n {
 		tenant := []string{"acme", "other"}[i%2]
@@ -278,6 +307,24 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 			t.Fatalf("data of %s\n got %#v\nwant %#v", id, got, want)
 		}
 	}
+	for id, want := range w.users {
+		got, err := m.Users.Get(ctx, want.Tenant, id)
+		if err != nil {
+			t.Fatalf("user %s: %v", id, err)
+		}
+		if (got.Personal != nil) != (want.Personal != nil) || (got.Personal != nil && !eventschema.IsSealed(got.Personal)) {
+			t.Fatalf("user %s keeps personal data %q", id, got.Personal)
+		}
+		got.Personal = want.Personal
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("user %s\n got %#v\nwant %#v", id, got, want)
+		}
+	}
+	for key, id := range w.externalID {
+		if got, err := m.Users.FindByExternalIDKey(ctx, w.users[id].Tenant, key); err != nil || got.UserUUID != id {
+			t.Fatalf("user by external id = %+v, %v; want %s", got, err, id)
+		}
+	}
 	for plain, tenant := range w.keys {
 		if got, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); err != nil || got != tenant {
 			t.Fatalf("Lookup(%s) = %q, %v; want %s", plain, got, err, tenant)
@@ -303,7 +350,7 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	}
 	// event-history-v2: the history of audit summaries is projected by a consumer group of its own.
 	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history-v2": true, "api-keys": true,
-		"collection-data": true}) {
+		"collection-data": true, "users": true}) {
 		t.Fatalf("projector names = %v", names)
 	}
 
@@ -335,6 +382,9 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	if err := m.Data.Upsert(testCtx(t), []collectiondata.Row{junkData}, []collectiondata.Document{junkDoc}); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.Users.Upsert(testCtx(t), []users.Row{{UserUUID: "u-junk", Tenant: "acme", Revision: 99}}); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		n, err := projections.Rebuild(testCtx(t), log, m)
 		if err != nil {
@@ -352,6 +402,9 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 		}
 		if _, err := m.Data.Document(testCtx(t), "acme", "c-junk", "d-junk"); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("junk document survived the rebuild: %v", err)
+		}
+		if _, err := m.Users.Get(testCtx(t), "acme", "u-junk"); !errors.Is(err, readdb.ErrNotFound) {
+			t.Fatalf("junk user survived the rebuild: %v", err)
 		}
 	}
 }

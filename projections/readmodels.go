@@ -16,6 +16,7 @@ import (
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/projections/users"
 )
 
 // ReadModels is every read model of one deployment, on SQLite or on ClickHouse. The projectors
@@ -26,6 +27,7 @@ type ReadModels struct {
 	History eventhistory.Store
 	APIKeys apikeys.Store
 	Data    collectiondata.Store
+	Users   users.Store
 
 	reg     *eventschema.Registry
 	keys    eventschema.Keys // seals and opens personal data (crypto-shredding)
@@ -87,6 +89,11 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 		return fail(err)
 	}
 	m.Data = collectiondata.Sealing(data, m.keys)
+	userStore, err := openSQLiteStore(open, "users", users.NewSQLite, &m.closers)
+	if err != nil {
+		return fail(err)
+	}
+	m.Users = userStore
 	return m, nil
 }
 
@@ -162,6 +169,9 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 		return err
 	}
 	m.Data = collectiondata.Sealing(data, m.keys)
+	if m.Users, err = users.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -188,6 +198,7 @@ func (m *ReadModels) Projectors() []Projector {
 		eventhistory.NewProjector(m.reg, m.History),
 		apikeys.NewProjector(m.reg, m.APIKeys),
 		collectiondata.NewProjector(m.reg, m.Data),
+		users.NewProjector(m.reg, m.Users, m.keys),
 	}
 	for i, p := range projectors {
 		projectors[i] = Opening(p, m.keys)
@@ -206,7 +217,10 @@ func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.APIKeys.Reset(ctx); err != nil {
 		return err
 	}
-	return m.Data.Reset(ctx)
+	if err := m.Data.Reset(ctx); err != nil {
+		return err
+	}
+	return m.Users.Reset(ctx)
 }
 
 // Close releases the databases. It is safe to call more than once.
