@@ -19,7 +19,12 @@
 //   - a stream without events reads as StreamNotFound;
 //   - read events carry the "type", "content-type" and "created" metadata keys.
 //
-// Delete, Tombstone, BatchAppend and subscriptions to a single stream are not implemented.
+//   - a tombstoned stream (Tombstone, the hard delete) can never be read or written again: both
+//     fail with the "stream-deleted" exception; its events stay in $all until Scavenge removes
+//     them, as a real server's scavenge does.
+//
+// Delete (the soft delete), BatchAppend and subscriptions to a single stream are not
+// implemented.
 package esdbfake
 
 import (
@@ -42,6 +47,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -51,7 +57,8 @@ type Server struct {
 	mu      sync.Mutex
 	all     []*record
 	streams map[string][]*record
-	next    uint64        // position of the next record
+	deleted map[string]bool // tombstoned streams
+	next    uint64          // position of the next record
 	changed chan struct{} // closed and replaced on every append
 	dropped chan struct{} // closed and replaced by DropSubscriptions
 
@@ -81,6 +88,7 @@ type record struct {
 func Start() (*Server, error) {
 	s := &Server{
 		streams: map[string][]*record{},
+		deleted: map[string]bool{},
 		next:    4096,
 		changed: make(chan struct{}),
 		dropped: make(chan struct{}),
@@ -220,6 +228,7 @@ func (featuresService) GetSupportedMethods(context.Context, *shared.Empty) (*ser
 		Methods: []*serverfeatures.SupportedMethod{
 			{ServiceName: streams, MethodName: "read"},
 			{ServiceName: streams, MethodName: "append"},
+			{ServiceName: streams, MethodName: "tombstone"},
 		},
 	}, nil
 }
@@ -312,7 +321,92 @@ func (svc *streamsService) Append(stream api.Streams_AppendServer) error {
 			data: msg.GetData(), metadata: msg.GetCustomMetadata(),
 		})
 	}
+	if svc.s.isDeleted(name) {
+		return streamDeleted(stream.SetTrailer, name)
+	}
 	return stream.SendAndClose(svc.s.append(name, exp, recs))
+}
+
+func (s *Server) isDeleted(stream string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleted[stream]
+}
+
+// streamDeleted is the server's answer to a call on a tombstoned stream: an error whose
+// trailers carry the "stream-deleted" exception, which the client maps to
+// ErrorCodeStreamDeleted.
+func streamDeleted(setTrailer func(metadata.MD), stream string) error {
+	setTrailer(metadata.Pairs("exception", "stream-deleted", "stream-name", stream))
+	return status.Errorf(codes.FailedPrecondition, "Event stream '%s' is deleted.", stream)
+}
+
+// Tombstone implements the streams service's hard delete: the stream's expected revision is
+// checked, a "$streamDeleted" record ends it, and it is closed for good.
+func (svc *streamsService) Tombstone(ctx context.Context, req *api.TombstoneReq) (*api.TombstoneResp, error) {
+	opts := req.GetOptions()
+	name := string(opts.GetStreamIdentifier().GetStreamName())
+	if name == "" {
+		return nil, status.Error(codes.InvalidArgument, "stream name is empty")
+	}
+	var exp expectation
+	switch o := opts.GetExpectedStreamRevision().(type) {
+	case *api.TombstoneReq_Options_Revision:
+		exp = expectation{kind: expectRevision, revision: o.Revision}
+	case *api.TombstoneReq_Options_NoStream:
+		exp.kind = expectNoStream
+	case *api.TombstoneReq_Options_StreamExists:
+		exp.kind = expectStreamExists
+	default:
+		exp.kind = expectAny
+	}
+	s := svc.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted[name] {
+		return nil, streamDeleted(func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }, name)
+	}
+	if current := int64(len(s.streams[name])) - 1; !exp.allows(current) {
+		return nil, status.Errorf(codes.FailedPrecondition, "wrong expected version %d for %s", current, name)
+	}
+	tombstone := &record{id: uuid.New(), eventType: "$streamDeleted", contentType: "application/octet-stream"}
+	s.appendLocked(name, []*record{tombstone})
+	s.deleted[name] = true
+	return &api.TombstoneResp{PositionOption: &api.TombstoneResp_Position_{Position: &api.TombstoneResp_Position{
+		CommitPosition: tombstone.position, PreparePosition: tombstone.position}}}, nil
+}
+
+// Scavenge removes the events of tombstoned streams from the log, as a real server's scavenge
+// does: until then $all still holds them. The tombstones themselves stay.
+func (s *Server) Scavenge() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.all[:0]
+	for _, r := range s.all {
+		if s.deleted[r.stream] && r.eventType != "$streamDeleted" {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	for i := len(kept); i < len(s.all); i++ {
+		s.all[i] = nil
+	}
+	s.all = kept
+	for name := range s.deleted {
+		s.streams[name] = nil
+	}
+}
+
+// Data returns every byte of event data and metadata the log holds, for tests that look for
+// what must not be there.
+func (s *Server) Data() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []byte
+	for _, r := range s.all {
+		out = append(append(out, r.data...), r.metadata...)
+	}
+	return out
 }
 
 func (s *Server) append(stream string, exp expectation, recs []*record) *api.AppendResp {
@@ -437,8 +531,11 @@ func (svc *streamsService) Read(req *api.ReadReq, out api.Streams_ReadServer) er
 func (s *Server) readStream(out api.Streams_ReadServer, opts *api.ReadReq_Options_StreamOptions, backwards bool, count uint64, enc encoder) error {
 	name := opts.GetStreamIdentifier().GetStreamName()
 	s.mu.Lock()
-	recs := s.streams[string(name)]
+	recs, deleted := s.streams[string(name)], s.deleted[string(name)]
 	s.mu.Unlock()
+	if deleted {
+		return streamDeleted(out.SetTrailer, string(name))
+	}
 	if len(recs) == 0 {
 		return out.Send(&api.ReadResp{Content: &api.ReadResp_StreamNotFound_{StreamNotFound: &api.ReadResp_StreamNotFound{
 			StreamIdentifier: &shared.StreamIdentifier{StreamName: name},

@@ -22,7 +22,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	esdbclient "github.com/EventStore/EventStore-Client-Go/v4/esdb"
@@ -30,11 +29,12 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/internal/esdbconn"
 	"github.com/samla/samla/platform/retry"
 )
 
 // ErrClosed is returned by every call on a closed store.
-var ErrClosed = errors.New("esdb: store closed")
+var ErrClosed = esdbconn.ErrClosed
 
 const (
 	// unlimited is the read count for "all events". The wire field is a uint64, but the server
@@ -47,11 +47,7 @@ var resubscribeBackoff = retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * tim
 
 // Store is an eventstore.Store on EventStoreDB. It is safe for concurrent use.
 type Store struct {
-	config esdbclient.Configuration
-
-	mu     sync.Mutex
-	conn   *conn
-	closed bool
+	client *esdbconn.Client
 }
 
 var _ eventstore.Store = (*Store)(nil)
@@ -60,33 +56,15 @@ var _ eventstore.Store = (*Store)(nil)
 // returns a store on it. It does not connect: the client discovers the node on first use, so a
 // service can start before its database is reachable.
 func Open(connectionString string) (*Store, error) {
-	config, err := esdbclient.ParseConnectionString(connectionString)
+	c, err := esdbconn.Open(connectionString)
 	if err != nil {
-		return nil, fmt.Errorf("esdb: parse connection string: %w", err)
-	}
-	// The client logs every failed call, including a subscription ended by its context, at
-	// error level; callers get the same errors returned and decide what to log.
-	config.Logger = esdbclient.NoopLogging()
-	s := &Store{config: *config}
-	if s.conn, err = s.newConn(); err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Store{client: c}, nil
 }
 
 // Close closes the client; calls in flight fail and later calls return ErrClosed.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if err := s.conn.client.Close(); err != nil {
-		return fmt.Errorf("esdb: close client: %w", err)
-	}
-	return nil
-}
+func (s *Store) Close() error { return s.client.Close() }
 
 // Append implements eventstore.Store.
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
@@ -105,12 +83,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	opts := esdbclient.AppendToStreamOptions{ExpectedRevision: toExpectedRevision(expected)}
 
 	var written *esdbclient.WriteResult
-	err := s.withClient(ctx, func(c *esdbclient.Client) error {
+	err := s.client.Do(ctx, func(c *esdbclient.Client) error {
 		var err error
 		written, err = c.AppendToStream(ctx, stream, opts, data...)
 		return err
 	})
-	if hasCode(err, esdbclient.ErrorCodeWrongExpectedVersion) {
+	if esdbconn.HasCode(err, esdbclient.ErrorCodeWrongExpectedVersion) {
 		return s.conflict(ctx, stream, expected, data, err)
 	}
 	if err != nil {
@@ -299,7 +277,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 // repeated on a new client starts over.
 func (s *Store) readStream(ctx context.Context, stream string, from, count uint64, restart func(), each func(*esdbclient.RecordedEvent) error) error {
 	opts := esdbclient.ReadStreamOptions{Direction: esdbclient.Forwards, From: esdbclient.Revision(from)}
-	return s.withClient(ctx, func(c *esdbclient.Client) error {
+	return s.client.Do(ctx, func(c *esdbclient.Client) error {
 		restart()
 		rs, err := c.ReadStream(ctx, stream, opts, count)
 		if err != nil {
@@ -311,7 +289,7 @@ func (s *Store) readStream(ctx context.Context, stream string, from, count uint6
 			switch {
 			case errors.Is(err, io.EOF):
 				return nil
-			case hasCode(err, esdbclient.ErrorCodeResourceNotFound):
+			case esdbconn.HasCode(err, esdbclient.ErrorCodeResourceNotFound):
 				return eventstore.ErrStreamNotFound
 			case err != nil:
 				return err
@@ -343,7 +321,7 @@ func (s *Store) eventAt(ctx context.Context, stream string, revision uint64) (*e
 func (s *Store) lastEvent(ctx context.Context, stream string) (*esdbclient.RecordedEvent, error) {
 	var found *esdbclient.RecordedEvent
 	opts := esdbclient.ReadStreamOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}
-	err := s.withClient(ctx, func(c *esdbclient.Client) error {
+	err := s.client.Do(ctx, func(c *esdbclient.Client) error {
 		rs, err := c.ReadStream(ctx, stream, opts, 1)
 		if err != nil {
 			return err
@@ -351,7 +329,7 @@ func (s *Store) lastEvent(ctx context.Context, stream string) (*esdbclient.Recor
 		defer rs.Close()
 		ev, err := rs.Recv()
 		switch {
-		case errors.Is(err, io.EOF), hasCode(err, esdbclient.ErrorCodeResourceNotFound):
+		case errors.Is(err, io.EOF), esdbconn.HasCode(err, esdbclient.ErrorCodeResourceNotFound):
 			return eventstore.ErrStreamNotFound
 		case err != nil:
 			return err
@@ -367,7 +345,7 @@ func (s *Store) lastEvent(ctx context.Context, stream string) (*esdbclient.Recor
 func (s *Store) HeadPosition(ctx context.Context) (uint64, error) {
 	var head uint64
 	opts := esdbclient.ReadAllOptions{Direction: esdbclient.Backwards, From: esdbclient.End{}}
-	err := s.withClient(ctx, func(c *esdbclient.Client) error {
+	err := s.client.Do(ctx, func(c *esdbclient.Client) error {
 		rs, err := c.ReadAll(ctx, opts, 1)
 		if err != nil {
 			return err
@@ -427,7 +405,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]eventsc
 // looked at, and how many events the server sent.
 func (s *Store) readAllPage(ctx context.Context, after, count uint64, want int) (page []eventschema.Envelope, next, seen uint64, err error) {
 	opts := esdbclient.ReadAllOptions{Direction: esdbclient.Forwards, From: allPosition(after)}
-	err = s.withClient(ctx, func(c *esdbclient.Client) error {
+	err = s.client.Do(ctx, func(c *esdbclient.Client) error {
 		page, next, seen = nil, after, 0
 		rs, err := c.ReadAll(ctx, opts, count)
 		if err != nil {
@@ -515,7 +493,7 @@ func permanent(err error) bool {
 		esdbclient.ErrorCodeUnsupportedFeature,
 		esdbclient.ErrorCodeParsing,
 	} {
-		if hasCode(err, code) {
+		if esdbconn.HasCode(err, code) {
 			return true
 		}
 	}
@@ -529,7 +507,7 @@ func (s *Store) subscribeOnce(ctx context.Context, last *uint64, handle func(con
 		return false, err
 	}
 	var sub *esdbclient.Subscription
-	err := s.withClient(ctx, func(c *esdbclient.Client) error {
+	err := s.client.Do(ctx, func(c *esdbclient.Client) error {
 		var err error
 		sub, err = c.SubscribeToAll(ctx, esdbclient.SubscribeToAllOptions{
 			From:   allPosition(*last),

@@ -1,4 +1,7 @@
-package esdb
+// Package esdbconn is the connection to EventStoreDB (or KurrentDB) that Samla's adapters share
+// (the event store, the key store): the official gRPC client, github.com/EventStore/
+// EventStore-Client-Go/v4, with the workarounds a long-running service needs.
+package esdbconn
 
 import (
 	"context"
@@ -6,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 
 	esdbclient "github.com/EventStore/EventStore-Client-Go/v4/esdb"
 )
@@ -18,9 +22,53 @@ import (
 //     call queued behind the discovery waits forever.
 //   - A closed client stays closed: all later calls fail with ErrorCodeConnectionClosed.
 //
-// So the store lets one call at a time acquire the connection (conn.gate, waited on with the
+// So a Client lets one call at a time acquire the connection (conn.gate, waited on with the
 // call's context), replaces a client whose discovery failed before anyone else gets to it, and
 // repeats a call once on the new client.
+
+// ErrClosed is returned by every call on a closed Client.
+var ErrClosed = errors.New("esdb: closed")
+
+// Client is a connection to one EventStoreDB. It is safe for concurrent use.
+type Client struct {
+	config esdbclient.Configuration
+
+	mu     sync.Mutex
+	conn   *conn
+	closed bool
+}
+
+// Open parses a connection string such as "esdb://127.0.0.1:2113?tls=false" and returns a
+// client on it. It does not connect: the client discovers the node on first use, so a
+// service can start before its database is reachable.
+func Open(connectionString string) (*Client, error) {
+	config, err := esdbclient.ParseConnectionString(connectionString)
+	if err != nil {
+		return nil, fmt.Errorf("esdb: parse connection string: %w", err)
+	}
+	// The client logs every failed call, including a subscription ended by its context, at
+	// error level; callers get the same errors returned and decide what to log.
+	config.Logger = esdbclient.NoopLogging()
+	c := &Client{config: *config}
+	if c.conn, err = c.newConn(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the client; calls in flight fail and later calls return ErrClosed.
+func (s *Client) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.conn.client.Close(); err != nil {
+		return fmt.Errorf("esdb: close client: %w", err)
+	}
+	return nil
+}
 
 // conn is one client with the gate its callers pass to acquire a connection.
 type conn struct {
@@ -28,7 +76,7 @@ type conn struct {
 	gate   chan struct{} // holds a token while one caller acquires the connection
 }
 
-func (s *Store) newConn() (*conn, error) {
+func (s *Client) newConn() (*conn, error) {
 	config := s.config // NewClient keeps a pointer to its configuration: give each its own.
 	c, err := esdbclient.NewClient(&config)
 	if err != nil {
@@ -37,7 +85,7 @@ func (s *Store) newConn() (*conn, error) {
 	return &conn{client: c, gate: make(chan struct{}, 1)}, nil
 }
 
-func (s *Store) current() (*conn, error) {
+func (s *Client) current() (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -47,7 +95,7 @@ func (s *Store) current() (*conn, error) {
 }
 
 // renew replaces old with a new client, unless another caller already did.
-func (s *Store) renew(old *conn) (*conn, error) {
+func (s *Client) renew(old *conn) (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -68,7 +116,7 @@ func (s *Store) renew(old *conn) (*conn, error) {
 
 // acquire makes sure cn's client has a connection, running any discovery that needs while
 // holding the gate, so that no other caller queues behind a discovery that may fail.
-func (s *Store) acquire(ctx context.Context, cn *conn) error {
+func (s *Client) acquire(ctx context.Context, cn *conn) error {
 	select {
 	case cn.gate <- struct{}{}:
 	case <-ctx.Done():
@@ -86,10 +134,10 @@ func (s *Store) acquire(ctx context.Context, cn *conn) error {
 	return err
 }
 
-// withClient runs op on the current client, and once more on a new client when the current one
+// Do runs op on the current client, and once more on a new client when the current one
 // turned out to be closed for good. That is known before op sent anything, or after an error,
 // so the repeat is safe: appends are idempotent on event ids, and ops restart their reads.
-func (s *Store) withClient(ctx context.Context, op func(*esdbclient.Client) error) error {
+func (s *Client) Do(ctx context.Context, op func(*esdbclient.Client) error) error {
 	cn, err := s.current()
 	if err != nil {
 		return err
@@ -139,7 +187,7 @@ func runOn(c *esdbclient.Client, op func(*esdbclient.Client) error) (err error) 
 }
 
 func clientGone(err error) bool {
-	return errors.Is(err, errClientClosedUnderUs) || hasCode(err, esdbclient.ErrorCodeConnectionClosed)
+	return errors.Is(err, errClientClosedUnderUs) || HasCode(err, esdbclient.ErrorCodeConnectionClosed)
 }
 
 // discoveryFailed recognises the error of a failed node discovery, after which the library has
@@ -148,7 +196,8 @@ func discoveryFailed(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "maximum discovery attempt count reached")
 }
 
-func hasCode(err error, code esdbclient.ErrorCode) bool {
+// HasCode reports whether err is the client's error with code.
+func HasCode(err error, code esdbclient.ErrorCode) bool {
 	var e *esdbclient.Error
 	return errors.As(err, &e) && e.Code() == code
 }
