@@ -3,8 +3,8 @@
 // installed where Samla is built, so the adapter is tested against this instead.
 //
 // It implements what a single-node client calls: ServerFeatures.GetSupportedMethods (discovery)
-// and Streams.Append and Streams.Read (stream and $all reads in both directions, filtered $all
-// reads, and catch-up subscriptions to $all). It follows the real server where
+// Streams.Append, Streams.Read (stream and $all reads in both directions, filtered $all
+// reads, and catch-up subscriptions to $all) and Streams.Tombstone. It follows the real server where
 // the adapter depends on it:
 //   - expected revisions (any, no stream, stream exists, exact) with wrong-expected-version
 //     answers that carry the current and the expected revision;
@@ -17,8 +17,7 @@
 //   - subscriptions send a confirmation, the catch-up events, a caught-up notice (and a
 //     checkpoint when filtered), then live events;
 //   - a stream without events reads as StreamNotFound;
-//   - read events carry the "type", "content-type" and "created" metadata keys.
-//
+//   - read events carry the "type", "content-type" and "created" metadata keys;
 //   - a tombstoned stream (Tombstone, the hard delete) can never be read or written again: both
 //     fail with the "stream-deleted" exception; its events stay in $all until Scavenge removes
 //     them, as a real server's scavenge does.
@@ -59,8 +58,8 @@ type Server struct {
 	streams map[string][]*record
 	deleted map[string]bool // tombstoned streams
 	next    uint64          // position of the next record
-	changed chan struct{} // closed and replaced on every append
-	dropped chan struct{} // closed and replaced by DropSubscriptions
+	changed chan struct{}   // closed and replaced on every append
+	dropped chan struct{}   // closed and replaced by DropSubscriptions
 
 	idempotentNoPosition bool
 	noIdempotency        bool

@@ -12,9 +12,9 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/esdb"
-	"github.com/samla/samla/internal/esdbfake"
 	"github.com/samla/samla/command/eventstore/storetest"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/internal/esdbfake"
 )
 
 func startServer(t *testing.T) *esdbfake.Server {
