@@ -9,6 +9,7 @@ import (
 
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
+	"github.com/samla/samla/platform/keystore/esdbkeys"
 	"github.com/samla/samla/platform/keystore/sqlitekeys"
 )
 
@@ -37,6 +38,12 @@ func openKeys(cfg *Config) (*keyStore, error) {
 	return &keyStore{Keys: keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize), close: s.Close}, nil
 }
 
+// openESDBKeys opens the key store on the event store's EventStoreDB: one stream per subject,
+// tombstoned on erasure (esdbkeys says which scavenge that relies on).
 func openESDBKeys(cfg *Config) (*keyStore, error) {
-	return nil, fmt.Errorf("SAMLA_EVENTSTORE %q: no key store for it yet", cfg.EventStore)
+	s, err := esdbkeys.Open(cfg.EventStore)
+	if err != nil {
+		return nil, err
+	}
+	return &keyStore{Keys: keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize), close: s.Close}, nil
 }

@@ -2,7 +2,7 @@
 // module's own generated protos that keeps events in memory. No EventStoreDB server can be
 // installed where Samla is built, so the adapter is tested against this instead.
 //
-// It implements what a single-node client calls: ServerFeatures.GetSupportedMethods (discovery)
+// It implements what a single-node client calls: ServerFeatures.GetSupportedMethods (discovery),
 // Streams.Append, Streams.Read (stream and $all reads in both directions, filtered $all
 // reads, and catch-up subscriptions to $all) and Streams.Tombstone. It follows the real server where
 // the adapter depends on it:
