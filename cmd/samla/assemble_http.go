@@ -24,6 +24,7 @@ import (
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/eventhistory"
+	"github.com/samla/samla/projections/users"
 	"github.com/samla/samla/query/httpquery"
 )
 
@@ -66,25 +67,32 @@ func (s *Service) startHTTP() error {
 }
 
 func (s *Service) registerRoutes(engine *gin.Engine) error {
+	// The fingerprint key also names the users' externalId reservations (user.ExternalIDKey):
+	// the command role reserves under it and the query role finds users by it, so every replica
+	// of either must have the same key.
+	key, err := fingerprintKey(s.cfg)
+	if err != nil {
+		return err
+	}
+	if s.cfg.FingerprintKeyFile == "" && !embeddedEventStore(s.cfg) {
+		// Replicas of the command and query roles against one event store must share the key;
+		// one generated per data dir is right only while this is the only replica.
+		s.log.Warn("idempotency fingerprints and externalId reservations use a key generated into this data dir; give every command and query replica the same --fingerprint-key-file",
+			"key_file", filepath.Join(s.cfg.DataDir, FingerprintKeyFile))
+	}
 	if s.roles.Command {
-		key, err := fingerprintKey(s.cfg)
-		if err != nil {
-			return err
-		}
-		if s.cfg.FingerprintKeyFile == "" && !embeddedEventStore(s.cfg) {
-			// Replicas of the command role against one event store must share the key; one
-			// generated per data dir is right only while this is the only replica.
-			s.log.Warn("idempotency fingerprints use a key generated into this data dir; give every command replica the same --fingerprint-key-file",
-				"key_file", filepath.Join(s.cfg.DataDir, FingerprintKeyFile))
-		}
-		users := repository.New(s.store, s.registry, user.Kind, repository.WithKeys(s.keys))
-		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), users, nil)
-		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key})
+		userRepo := repository.New(s.store, s.registry, user.Kind, repository.WithKeys(s.keys))
+		reservations := repository.New(s.store, s.registry, user.ReservationKind, repository.WithKeys(s.keys))
+		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), userRepo, nil)
+		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key,
+			Users: app.NewUserService(userRepo, reservations, key, nil)})
 	}
 	if s.roles.Query {
+		status := collectionstatus.NewReader(s.models.Status, s.keys)
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
-			Status: collectionstatus.NewReader(s.models.Status, s.keys), History: eventhistory.NewReader(s.models.History),
+			Status: status, History: eventhistory.NewReader(s.models.History),
 			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
+			Users: users.NewReader(s.models.Users, s.keys, key), UserCollections: status,
 		})
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,6 +70,14 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 	final := qry.waitStatus(id, 30*time.Second, func(s string) bool { return s == "COMPLETED" || strings.HasPrefix(s, "FAIL") })
 	if final.Status != "COMPLETED" {
 		t.Fatalf("final %+v", final)
+	}
+	// The command role reserves externalIds under the fingerprint key and the query role finds
+	// users by it: both must have the same key.
+	created := cmd.postUser("roles-customer-1", nil)
+	var found userE2E
+	if err := json.Unmarshal(qry.eventually("/users?externalId=roles-customer-1", http.StatusOK), &found); err != nil ||
+		found.UserUUID != created.UserUUID {
+		t.Fatalf("the query role found %+v, the command role created %+v", found, created)
 	}
 	// The query role serves no commands, and the command role no queries: neither route exists.
 	if code, body, _ := qry.do("POST", "/collections", map[string]any{"company": "se-demo-insurer"}, nil); code != http.StatusNotFound || !strings.Contains(string(body), `"code":"NOT_FOUND"`) {
