@@ -30,12 +30,17 @@ import (
 
 func (s *Service) startHTTP() error {
 	if s.roles.http() {
+		sessions, err := s.sessionAuth()
+		if err != nil {
+			return err
+		}
 		engine := httpapi.NewEngine(httpapi.Options{
 			Keys:   apikeys.NewReader(s.models.APIKeys),
 			Logger: s.log, Metrics: s.metrics,
 			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
+			Sessions:  sessions.tokens, SessionUsers: sessions.users, JWKS: sessions.tokens.Keys().JWKSJSON(),
 		})
-		if err := s.registerRoutes(engine); err != nil {
+		if err := s.registerRoutes(engine, sessions); err != nil {
 			return err
 		}
 		var handler http.Handler = engine
@@ -66,7 +71,7 @@ func (s *Service) startHTTP() error {
 	return nil
 }
 
-func (s *Service) registerRoutes(engine *gin.Engine) error {
+func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error {
 	// The fingerprint key also names the users' externalId reservations (user.ExternalIDKey):
 	// the command role reserves under it and the query role finds users by it, so every replica
 	// of either must have the same key.
@@ -85,7 +90,9 @@ func (s *Service) registerRoutes(engine *gin.Engine) error {
 		reservations := repository.New(s.store, s.registry, user.ReservationKind, repository.WithKeys(s.keys))
 		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), userRepo, nil)
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key,
-			Users: app.NewUserService(userRepo, reservations, key, nil)})
+			Users:           app.NewUserService(userRepo, reservations, key, nil),
+			CollectionUsers: collectionUsers{status: collectionstatus.NewReader(s.models.Status, s.keys)}})
+		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: sessions.users})
 	}
 	if s.roles.Query {
 		status := collectionstatus.NewReader(s.models.Status, s.keys)

@@ -79,6 +79,10 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 		found.UserUUID != created.UserUUID {
 		t.Fatalf("the query role found %+v, the command role created %+v", found, created)
 	}
+	// A session made on the command role is honoured by the query role: both read the same
+	// signing keys (here the shared data dir's; in a deployment SAMLA_JWT_KEY_FILE).
+	token, _ := cmd.createSession(created.UserUUID)
+	qry.session(token).expect("GET", "/users/"+created.UserUUID, nil, http.StatusOK, "")
 	// The query role serves no commands, and the command role no queries: neither route exists.
 	if code, body, _ := qry.do("POST", "/collections", map[string]any{"company": "se-demo-insurer"}, nil); code != http.StatusNotFound || !strings.Contains(string(body), `"code":"NOT_FOUND"`) {
 		t.Fatalf("POST on the query role = %d %s", code, body)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/samla/samla/platform/sessiontoken"
+	"github.com/samla/samla/projections/users"
 	"github.com/samla/samla/query"
 )
 
@@ -59,6 +60,26 @@ func (s *Service) sessionTokens() (*sessiontoken.Tokens, error) {
 		return nil, err
 	}
 	return sessiontoken.New(keys, sessiontoken.Config{Issuer: s.cfg.JWTIssuer, TTL: s.cfg.SessionTTL})
+}
+
+// sessionAuth is what the API authenticates users' sessions with, and issues them with.
+type sessionAuth struct {
+	tokens *sessiontoken.Tokens
+	// users tells whether a token's user is live: the users read model, read on every request.
+	users users.Reader
+}
+
+func (s *Service) sessionAuth() (sessionAuth, error) {
+	tokens, err := s.sessionTokens()
+	if err != nil {
+		return sessionAuth{}, err
+	}
+	// The users read model's reader also finds users by externalId, under the fingerprint key.
+	key, err := fingerprintKey(s.cfg)
+	if err != nil {
+		return sessionAuth{}, err
+	}
+	return sessionAuth{tokens: tokens, users: users.NewReader(s.models.Users, s.keys, key)}, nil
 }
 
 // collectionUsers tells the command side whose a collection is, from the status read model

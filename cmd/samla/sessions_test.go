@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -96,5 +97,26 @@ func TestSessionKeyCommands(t *testing.T) {
 	// A key file the operator names must exist: a start does not generate one there.
 	if _, err := run("sessions", "list-keys", "--jwt-key-file", filepath.Join(dir, "missing.pem")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("list-keys of a missing file: %v", err)
+	}
+}
+
+// A key file the operator names must be there and hold keys: the API does not start on a guess
+// (a key generated in its place would refuse every token the other replicas sign).
+func TestStartNeedsTheNamedSessionKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.pem")
+	if err := os.WriteFile(corrupt, []byte("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]error{filepath.Join(dir, "missing.pem"): fs.ErrNotExist, corrupt: sessiontoken.ErrKeyFile} {
+		cfg := testConfig(t, filepath.Join(dir, "data"))
+		cfg.JWTKeyFile = file
+		svc, err := Start(t.Context(), cfg, Roles{Query: true}, testLogger(t))
+		if err == nil {
+			stop(t, svc)
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("start with --jwt-key-file %s: %v, want %v", filepath.Base(file), err, want)
+		}
 	}
 }
