@@ -252,3 +252,25 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		t.Errorf("expiresAt = %s, want %s (the configured TTL)", issued.ExpiresAt, want)
 	}
 }
+
+// BenchmarkVerify is the cost a session token adds to each request before the user lookup.
+func BenchmarkVerify(b *testing.B) {
+	keys, err := GenerateKeySet()
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens, err := New(keys, Config{Issuer: testIssuer})
+	if err != nil {
+		b.Fatal(err)
+	}
+	issued, err := tokens.Issue(testClient, testUser)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tokens.Verify(issued.Token, testClient); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
