@@ -26,16 +26,30 @@ type UserPosition struct {
 const sqliteByUserIndex = `CREATE INDEX IF NOT EXISTS collection_status_by_user
 	ON collection_status (tenant, user_uuid, created_at_ms, collection_id)`
 
-// byUserFilter is the WHERE clause of ListByUser on both adapters, and its arguments.
-func byUserFilter(tenant, userUUID string, after *UserPosition) (string, []any) {
+// byUserFilter is the WHERE clause of ListByUser, and its arguments. SQLite takes the position as
+// a row value, which its index search turns into a range (a page deep in a long list starts
+// there, rather than after every newer row); ClickHouse, which scans either way, takes the
+// expanded form every server version knows.
+func byUserFilter(tenant, userUUID string, after *UserPosition, rowValues bool) (string, []any) {
 	where := `tenant = ? AND user_uuid = ?`
 	args := []any{tenant, userUUID}
-	if after != nil {
+	switch ms := readdb.Millis(positionTime(after)); {
+	case after == nil:
+	case rowValues:
+		where += ` AND (created_at_ms, collection_id) < (?, ?)`
+		args = append(args, ms, after.CollectionID)
+	default:
 		where += ` AND (created_at_ms < ? OR (created_at_ms = ? AND collection_id < ?))`
-		ms := readdb.Millis(after.CreatedAt)
 		args = append(args, ms, ms, after.CollectionID)
 	}
 	return where, args
+}
+
+func positionTime(p *UserPosition) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return p.CreatedAt
 }
 
 // ListByUser returns up to limit of tenant's collections made for userUUID, newest first,
@@ -45,7 +59,7 @@ func (s *SQLiteStore) ListByUser(ctx context.Context, tenant, userUUID string, a
 	if userUUID == "" || limit <= 0 {
 		return nil, nil
 	}
-	where, args := byUserFilter(tenant, userUUID, after)
+	where, args := byUserFilter(tenant, userUUID, after, true)
 	var out []Row
 	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+sqliteColumns+` FROM collection_status
 		WHERE `+where+` ORDER BY created_at_ms DESC, collection_id DESC LIMIT ?`, append(args, limit)...)
@@ -62,7 +76,7 @@ func (s *ClickHouseStore) ListByUser(ctx context.Context, tenant, userUUID strin
 	if userUUID == "" || limit <= 0 {
 		return nil, nil
 	}
-	where, args := byUserFilter(tenant, userUUID, after)
+	where, args := byUserFilter(tenant, userUUID, after, false)
 	var out []Row
 	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+clickhouseColumns+` FROM collection_status FINAL
 		WHERE `+where+` ORDER BY created_at_ms DESC, collection_id DESC LIMIT `+fmt.Sprint(limit), args...)
