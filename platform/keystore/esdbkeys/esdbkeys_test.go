@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -98,4 +99,24 @@ func (p prefixed) Get(ctx context.Context, s string) (eventschema.Key, error) {
 }
 func (p prefixed) Destroy(ctx context.Context, s string) error {
 	return p.Store.Destroy(ctx, p.prefix+s)
+}
+
+// TestUnavailableServer: a server that cannot be reached is an error, never a lost key or an
+// erased subject.
+func TestUnavailableServer(t *testing.T) {
+	srv := startServer(t)
+	keys := open(t, srv.ConnectionString())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := keys.GetOrCreate(ctx, "user-1"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	_, err := keys.Get(ctx, "user-1")
+	if err == nil || errors.Is(err, eventschema.ErrKeyNotFound) || errors.Is(err, eventschema.ErrSubjectErased) {
+		t.Fatalf("get from a stopped server: %v", err)
+	}
+	if _, err := keys.GetOrCreate(ctx, "user-2"); err == nil || errors.Is(err, eventschema.ErrSubjectErased) {
+		t.Fatalf("get-or-create on a stopped server: %v", err)
+	}
 }
