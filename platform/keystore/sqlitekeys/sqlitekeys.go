@@ -128,7 +128,7 @@ func (s *Store) GetOrCreate(ctx context.Context, subject string) (eventschema.Ke
 		subject, fresh.ID(), fresh.Material(), time.Now().UnixMilli()); err != nil {
 		return eventschema.Key{}, fmt.Errorf("key of %s: %w", subject, err)
 	}
-	k, err := read(ctx, tx.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
+	k, err := read(tx.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
 	if err != nil {
 		return eventschema.Key{}, err
 	}
@@ -145,10 +145,10 @@ func (s *Store) Get(ctx context.Context, subject string) (eventschema.Key, error
 		return eventschema.Key{}, err
 	}
 	defer done()
-	return read(ctx, s.db.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
+	return read(s.db.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
 }
 
-func read(_ context.Context, row *sql.Row, subject string) (eventschema.Key, error) {
+func read(row *sql.Row, subject string) (eventschema.Key, error) {
 	var (
 		id       sql.NullString
 		material []byte
