@@ -1,6 +1,7 @@
 package eventschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,48 @@ func (r *Registry) AuditSummary(env Envelope) (json.RawMessage, int, error) {
 		return nil, 0, fmt.Errorf("audit summary of %s: %w", env.Type, err)
 	}
 	return out, t.current, nil
+}
+
+// An event that held personal data says so in its summary, and whether that data can still be
+// read, without showing any of it: the member ProtectedDataMember, whose value is one of the
+// ProtectedData* states. The reader of the history decides the state when it serves the summary
+// (an erasure happens long after the event was summarised). The member's name avoids the word
+// "personal", which no history may contain.
+const (
+	ProtectedDataMember = "protectedData"
+	// ProtectedDataSealed: the event's personal data is sealed under its data subject's key,
+	// which still exists.
+	ProtectedDataSealed = "sealed"
+	// ProtectedDataErased: the subject's key was destroyed; the personal data is unreadable
+	// everywhere.
+	ProtectedDataErased = "erased"
+	// ProtectedDataUnsealed: the event was written before sealing existed; its personal data is
+	// in plain text in the event store (samla keys report counts such events).
+	ProtectedDataUnsealed = "unsealed"
+)
+
+// WithProtectedData returns summary, a JSON object, with ProtectedDataMember set to state. The
+// other members keep their order.
+func WithProtectedData(summary json.RawMessage, state string) (json.RawMessage, error) {
+	body := bytes.TrimSpace(summary)
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
+		return nil, fmt.Errorf("audit summary is not a JSON object: %.40q", body)
+	}
+	value, err := json.Marshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("audit summary: %w", err)
+	}
+	out := make([]byte, 0, len(body)+len(ProtectedDataMember)+len(value)+4)
+	if members := bytes.TrimSpace(body[1 : len(body)-1]); len(members) > 0 {
+		out = append(append(append(out, '{'), members...), ',')
+	} else {
+		out = append(out, '{')
+	}
+	out = append(out, '"')
+	out = append(out, ProtectedDataMember...)
+	out = append(out, '"', ':')
+	out = append(out, value...)
+	return append(out, '}'), nil
 }
 
 // errNoAuditSummary refuses a registry entry without an audit summary.

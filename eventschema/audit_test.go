@@ -149,3 +149,26 @@ func jsonEqual(t *testing.T, got, want []byte) bool {
 	}
 	return reflect.DeepEqual(g, w)
 }
+
+// TestWithProtectedData: the marker joins a summary's members, keeping their order, and never
+// spells "personal" (no history may contain it).
+func TestWithProtectedData(t *testing.T) {
+	for _, tc := range []struct{ in, state, want string }{
+		{`{"from":"RUNNING","to":"LOGIN"}`, eventschema.ProtectedDataSealed, `{"from":"RUNNING","to":"LOGIN","protectedData":"sealed"}`},
+		{` {} `, eventschema.ProtectedDataErased, `{"protectedData":"erased"}`},
+		{`{ }`, eventschema.ProtectedDataUnsealed, `{"protectedData":"unsealed"}`},
+	} {
+		got, err := eventschema.WithProtectedData(json.RawMessage(tc.in), tc.state)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("WithProtectedData(%s, %s) = %s, %v; want %s", tc.in, tc.state, got, err, tc.want)
+		}
+		if strings.Contains(string(got), "personal") {
+			t.Errorf("the marker spells personal: %s", got)
+		}
+	}
+	for _, bad := range []string{``, `null`, `[1]`, `"x"`} {
+		if _, err := eventschema.WithProtectedData(json.RawMessage(bad), eventschema.ProtectedDataSealed); err == nil {
+			t.Errorf("WithProtectedData(%q) accepted a summary that is not an object", bad)
+		}
+	}
+}

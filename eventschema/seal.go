@@ -283,6 +283,21 @@ func PersonalSealed(payload json.RawMessage) bool {
 	return err == nil && found && IsSealed(payload[start:end])
 }
 
+// InspectPersonal tells what payload's personal member holds without opening it: sealed under
+// subject, or plain text (plain: written before sealing). Neither: no personal member, or null.
+// The sealed form names its subject, so a reader that only records whose data an event held
+// (the audit history) needs no key.
+func InspectPersonal(payload json.RawMessage) (subject string, sealed, plain bool) {
+	start, end, found, err := findMember(payload, PersonalMember)
+	if err != nil || !found || string(payload[start:end]) == "null" {
+		return "", false, false
+	}
+	if !IsSealed(payload[start:end]) {
+		return "", false, true
+	}
+	return SealedSubject(payload[start:end]), true, false
+}
+
 // PlainPersonal reports whether payload has a personal member in plain text (an event written
 // before sealing, or one that must not be stored so).
 func PlainPersonal(payload json.RawMessage) bool {

@@ -299,3 +299,32 @@ func TestKeyNeverPrintsItsMaterial(t *testing.T) {
 		t.Fatal("a 128-bit key was accepted")
 	}
 }
+
+// TestInspectPersonalNeedsNoKey: what a payload holds of personal data, and under which subject,
+// is told from the sealed form alone.
+func TestInspectPersonalNeedsNoKey(t *testing.T) {
+	ctx := context.Background()
+	keys := keystore.NewMemory()
+	sealed, _, err := eventschema.SealPersonal(ctx, keys, "user-u1", startedPayload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.Forget() // a lost key store: inspecting opens nothing
+	for _, tc := range []struct {
+		name          string
+		payload       string
+		subject       string
+		sealed, plain bool
+	}{
+		{"sealed", string(sealed), "user-u1", true, false},
+		{"plain", string(startedPayload), "", false, true},
+		{"none", `{"collectionId":"c1"}`, "", false, false},
+		{"null", `{"collectionId":"c1","personal":null}`, "", false, false},
+		{"not an object", `[1]`, "", false, false},
+	} {
+		subject, isSealed, plain := eventschema.InspectPersonal(json.RawMessage(tc.payload))
+		if subject != tc.subject || isSealed != tc.sealed || plain != tc.plain {
+			t.Errorf("%s: InspectPersonal = %q, %v, %v; want %q, %v, %v", tc.name, subject, isSealed, plain, tc.subject, tc.sealed, tc.plain)
+		}
+	}
+}
