@@ -8,8 +8,9 @@ import (
 )
 
 // opening hands a projector every envelope opened (eventschema.OpenPersonal): its personal
-// member plain, or gone when the subject is erased. It is the one place where projections open
-// events, so no projector can decode a sealed payload (which Decode refuses anyway). A lost key
+// member plain, or gone when the subject is erased. It is where projections open events, so no
+// projector can decode a sealed payload (which Decode refuses anyway); only the audit history,
+// which records whose data each sealed event held, opens for itself. A lost key
 // fails the batch: the projection stops loudly rather than project an event without its
 // personal data as if it never had any.
 type opening struct {

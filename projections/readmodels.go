@@ -191,19 +191,16 @@ func newReadModels(keys eventschema.Keys) (*ReadModels, error) {
 func (m *ReadModels) Keys() eventschema.Keys { return m.keys }
 
 // Projectors returns one projector per read model, writing to these stores. Each sees the
-// events opened (Opening): the personal data plain, or absent for an erased subject.
+// events opened (Opening): the personal data plain, or absent for an erased subject. The audit
+// history opens them itself, as it records whose personal data each sealed event held.
 func (m *ReadModels) Projectors() []Projector {
-	projectors := []Projector{
-		collectionstatus.NewProjector(m.reg, m.Status, m.keys),
-		eventhistory.NewProjector(m.reg, m.History),
-		apikeys.NewProjector(m.reg, m.APIKeys),
-		collectiondata.NewProjector(m.reg, m.Data),
-		users.NewProjector(m.reg, m.Users, m.keys),
+	return []Projector{
+		Opening(collectionstatus.NewProjector(m.reg, m.Status, m.keys), m.keys),
+		eventhistory.NewProjector(m.reg, m.History, m.keys),
+		Opening(apikeys.NewProjector(m.reg, m.APIKeys), m.keys),
+		Opening(collectiondata.NewProjector(m.reg, m.Data), m.keys),
+		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),
 	}
-	for i, p := range projectors {
-		projectors[i] = Opening(p, m.keys)
-	}
-	return projectors
 }
 
 // Reset empties every read model, before a rebuild.

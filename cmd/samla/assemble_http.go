@@ -97,7 +97,7 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 	if s.roles.Query {
 		status := collectionstatus.NewReader(s.models.Status, s.keys)
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
-			Status: status, History: eventhistory.NewReader(s.models.History),
+			Status: status, History: eventhistory.NewReader(s.models.History, s.keys),
 			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
 			Users: users.NewReader(s.models.Users, s.keys, key), UserCollections: status,
 		})

@@ -32,12 +32,18 @@ CREATE TABLE IF NOT EXISTS event_history_v2 (
 	causation_id   String,
 	actor          String,
 	summary        String,
+	personal_data  String,
+	data_subject   String,
 	occurred_at    DateTime MATERIALIZED toDateTime(intDiv(occurred_at_ms, 1000))
 ) ENGINE = ReplacingMergeTree
 ORDER BY (stream, revision)`
 
 const clickhouseColumns = `tenant, stream, revision, position, event_id, type, schema_version,
-	occurred_at_ms, correlation_id, causation_id, actor, summary`
+	occurred_at_ms, correlation_id, causation_id, actor, summary, personal_data, data_subject`
+
+// clickhouseAddedColumns are the columns a table created before them gets on opening: its rows
+// read the empty string (no personal data known) until a rebuild projects them again.
+var clickhouseAddedColumns = []string{"personal_data", "data_subject"}
 
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
@@ -50,6 +56,9 @@ var _ Store = (*ClickHouseStore)(nil)
 // payloads) and returns the store. The caller keeps ownership of conn.
 func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
 	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse event_history_v2: %w", err)
+	}
+	if err := readdb.EnsureClickHouseColumns(ctx, conn, "event_history_v2", clickhouseAddedColumns, "String DEFAULT ''"); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse event_history_v2: %w", err)
 	}
 	if err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+legacyTable); err != nil {
@@ -66,7 +75,7 @@ func (s *ClickHouseStore) Insert(ctx context.Context, rows []Row) error {
 		}
 		return []any{r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type,
 			uint32(r.SchemaVersion), readdb.UMillis(r.OccurredAt), r.CorrelationID, r.CausationID,
-			r.Actor, string(r.Summary)}, nil
+			r.Actor, string(r.Summary), r.PersonalData, r.DataSubject}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("insert event history: %w", err)
@@ -96,7 +105,8 @@ func (s *ClickHouseStore) List(ctx context.Context, tenant, stream string, after
 			summary    string
 		)
 		if err := rows.Scan(&r.Tenant, &r.Stream, &r.Revision, &r.Position, &r.EventID, &r.Type,
-			&version, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &summary); err != nil {
+			&version, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &summary,
+			&r.PersonalData, &r.DataSubject); err != nil {
 			return Row{}, fmt.Errorf("scan: %w", err)
 		}
 		r.SchemaVersion = int(version)

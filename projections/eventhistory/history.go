@@ -39,7 +39,23 @@ type Row struct {
 	// Summary is the event type's audit summary; nil for a type or version this build does not
 	// know, whose envelope alone is shown.
 	Summary json.RawMessage
+	// PersonalData is what the event held of personal data, told from its payload without
+	// opening it: "" for none, PersonalSealed for a personal member sealed under DataSubject,
+	// PersonalPlain for one written before sealing. The Reader turns it into the summary's
+	// protectedData marker, deciding at every read whether the subject has been erased since.
+	PersonalData string
+	// DataSubject is the subject the personal data is sealed under (user-<uuid> or
+	// collection-<id>, as domain.UserSubject and domain.CollectionSubject name them); "" unless
+	// PersonalData is PersonalSealed. It names a user by the id the collection status read model
+	// shows beside the same collections, never a person's data.
+	DataSubject string
 }
+
+// The values of Row.PersonalData.
+const (
+	PersonalSealed = "sealed"
+	PersonalPlain  = "plain"
+)
 
 // Store holds the history.
 type Store interface {

@@ -26,11 +26,17 @@ CREATE TABLE IF NOT EXISTS event_history_v2 (
 	causation_id   TEXT    NOT NULL,
 	actor          TEXT    NOT NULL,
 	summary        TEXT    NOT NULL,
+	personal_data  TEXT    NOT NULL DEFAULT '',
+	data_subject   TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (stream, revision)
 );`
 
 const sqliteColumns = `stream, revision, tenant, position, event_id, type, schema_version,
-	occurred_at_ms, correlation_id, causation_id, actor, summary`
+	occurred_at_ms, correlation_id, causation_id, actor, summary, personal_data, data_subject`
+
+// sqliteAddedColumns are the columns a table created before them gets on opening: its rows read
+// the empty string (no personal data known) until a rebuild projects them again.
+var sqliteAddedColumns = []string{"personal_data", "data_subject"}
 
 // sqliteList is List's one statement, prepared once: no afterRevision is -1 (revisions start at
 // 0) and no limit is LIMIT -1, which SQLite reads as none.
@@ -54,6 +60,9 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return nil, fmt.Errorf("migrate sqlite event_history_v2: %w", err)
 	}
+	if err := readdb.EnsureSQLiteColumns(ctx, db, "event_history_v2", sqliteAddedColumns, "TEXT NOT NULL DEFAULT ''"); err != nil {
+		return nil, fmt.Errorf("migrate sqlite event_history_v2: %w", err)
+	}
 	s := &SQLiteStore{db: db}
 	s.list = s.prepared.Prepare(ctx, db, sqliteList)
 	if err := s.prepared.Err(); err != nil {
@@ -72,11 +81,11 @@ func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
 		return readdb.ExecEach(ctx, tx, `INSERT INTO event_history_v2 (`+sqliteColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (stream, revision) DO NOTHING`, rows, func(r Row) ([]any, error) {
 			return []any{r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
 				r.EventID, r.Type, r.SchemaVersion, readdb.Millis(r.OccurredAt), r.CorrelationID,
-				r.CausationID, r.Actor, string(r.Summary)}, nil
+				r.CausationID, r.Actor, string(r.Summary), r.PersonalData, r.DataSubject}, nil
 		})
 	})
 	if err != nil {
@@ -106,7 +115,8 @@ func (s *SQLiteStore) List(ctx context.Context, tenant, stream string, afterRevi
 			summary            string
 		)
 		if err := rows.Scan(&r.Stream, &revision, &r.Tenant, &position, &r.EventID, &r.Type,
-			&r.SchemaVersion, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &summary); err != nil {
+			&r.SchemaVersion, &occurredMs, &r.CorrelationID, &r.CausationID, &r.Actor, &summary,
+			&r.PersonalData, &r.DataSubject); err != nil {
 			return Row{}, fmt.Errorf("scan: %w", err)
 		}
 		r.Revision, r.Position = uint64(revision), uint64(position)

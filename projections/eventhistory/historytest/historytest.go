@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/internal/eventlog"
 	"github.com/samla/samla/projections/readdb/readdbtest"
@@ -41,10 +43,16 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorKeepsUnknownTypesAsEnvelopes", testProjectorUnknownType},
 		{"ProjectorKeepsInstructionsOut", testProjectorKeepsInstructionsOut},
 		{"ReaderThroughItsPort", testReader},
+		{"PersonalDataRoundTrip", testPersonalDataRoundTrip},
+		{"ProjectorRecordsWhosePersonalData", testProjectorRecordsWhosePersonalData},
+		{"ReaderMarksProtectedData", testReaderMarksProtectedData},
 	}.Run(t, open)
 }
 
 func ctx(t *testing.T) context.Context { return readdbtest.Context(t) }
+
+// suiteKeys opens and seals the events of every test of the suite.
+var suiteKeys = keystore.NewMemory()
 
 var base = time.Date(2026, 3, 4, 5, 6, 7, 891_000_000, time.UTC)
 
@@ -265,18 +273,22 @@ func wantRow(t *testing.T, reg *eventschema.Registry, env eventschema.Envelope) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return eventhistory.Row{
+	out := eventhistory.Row{
 		Tenant: env.Tenant, Stream: env.Stream, Revision: env.Revision, Position: env.Position,
 		EventID: env.EventID, Type: env.Type, SchemaVersion: version, OccurredAt: env.OccurredAt,
 		CorrelationID: env.CorrelationID, CausationID: env.CausationID, Actor: env.Actor, Summary: summary,
 	}
+	if eventschema.PlainPersonal(env.Payload) {
+		out.PersonalData = eventhistory.PersonalPlain // the log appends without sealing
+	}
+	return out
 }
 
 // testProjectorStoresSummaries feeds events whose public parts carry collected values, a
 // fingerprint and a file name: the history keeps each event's envelope and audit summary only.
 func testProjectorStoresSummaries(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s)
+	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
 	if p.Name() != eventhistory.ProjectorName {
 		t.Fatalf("Name = %q", p.Name())
 	}
@@ -323,7 +335,7 @@ func testProjectorStoresSummaries(t *testing.T, s eventhistory.Store) {
 
 func testProjectorEveryCategory(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s)
+	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
 	cs, cl := collection.StreamName("c-1"), client.StreamName("acme")
 	keyHash := client.HashAPIKey("secret")
 	batch := []eventschema.Envelope{
@@ -361,7 +373,7 @@ func testProjectorEveryCategory(t *testing.T, s eventhistory.Store) {
 // sits in its input map rather than in "personal": it is summarised as the current version.
 func testProjectorUpcasts(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s)
+	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
 	v1 := log.AppendRaw(eventschema.Envelope{
 		Type: collection.EventStarted, SchemaVersion: 1, Tenant: "acme", Stream: collection.StreamName("c-v1"),
 		OccurredAt: base,
@@ -388,7 +400,7 @@ func testProjectorUpcasts(t *testing.T, s eventhistory.Store) {
 // projection rather than being stored.
 func testProjectorUnknownType(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s)
+	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
 	future := log.AppendRaw(eventschema.Envelope{
 		Type: "consent.granted", SchemaVersion: 3, Tenant: "acme", Stream: "consent-k1", OccurredAt: base,
 		Payload: []byte(`{"consentId":"k1","scope":["AIS"],"personal":{"email":"tolvan@example.se"}}`),
@@ -430,7 +442,7 @@ func testProjectorKeepsInstructionsOut(t *testing.T, s eventhistory.Store) {
 	}
 
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s)
+	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
 	// The event as the domain decides it today.
 	current := collection.StreamName("c-v2")
 	agg := collection.Kind.New()
@@ -484,7 +496,7 @@ func testReader(t *testing.T, s eventhistory.Store) {
 	a0, a1, a2 := row("acme", "collection-a", 0), row("acme", "collection-a", 1), row("acme", "collection-a", 2)
 	a2.Summary = nil
 	insert(t, s, a0, a1, a2, row("other", "collection-b", 0))
-	var reader query.HistoryReader = eventhistory.NewReader(s)
+	var reader query.HistoryReader = eventhistory.NewReader(s, suiteKeys)
 	got, err := reader.List(ctx(t), "acme", "collection-a", nil, 0)
 	if err != nil || len(got) != 3 {
 		t.Fatalf("List = %v, %v", got, err)
@@ -511,5 +523,112 @@ func testReader(t *testing.T, s eventhistory.Store) {
 	}
 	if other, err := reader.List(ctx(t), "other", "collection-a", nil, 0); err != nil || len(other) != 0 {
 		t.Fatalf("another tenant's stream = %v, %v", other, err)
+	}
+}
+
+// testPersonalDataRoundTrip: whose personal data an event held is stored with its row.
+func testPersonalDataRoundTrip(t *testing.T, s eventhistory.Store) {
+	sealed, plain, none := row("acme", "collection-c1", 0), row("acme", "collection-c1", 1), row("acme", "collection-c1", 2)
+	sealed.PersonalData, sealed.DataSubject = eventhistory.PersonalSealed, "user-6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
+	plain.PersonalData = eventhistory.PersonalPlain
+	insert(t, s, sealed, plain, none)
+	got := list(t, s, "acme", "collection-c1", nil, 0)
+	assertRevisions(t, got, 0, 1, 2)
+	for i, want := range []eventhistory.Row{sealed, plain, none} {
+		assertRow(t, got[i], want)
+	}
+}
+
+// testProjectorRecordsWhosePersonalData: the projector takes events as the event store holds
+// them, sealed, and records under which subject each held personal data (no key is needed for
+// that), one written before sealing as plain, and one without personal data as nothing; the
+// summaries are those of the opened events. A lost key stops it.
+func testProjectorRecordsWhosePersonalData(t *testing.T, s eventhistory.Store) {
+	log := eventlog.New(t)
+	keys := keystore.NewMemory()
+	p := eventhistory.NewProjector(log.Registry(), s, keys)
+	stream := collection.StreamName("c-whose")
+	started := log.Append("acme", stream, base, collection.Started{
+		CollectionID: "c-whose", ClientID: "acme", Company: "se-demo-insurer", Product: collection.ProductInsurance,
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", UserUUID: "u-whose", RequestHash: requestHash,
+		StartedAt: base, Personal: &collection.StartedPerson{PersonalNumber: personalNumber, AccountOwnerName: personName}})
+	sealedStarted := started
+	var err error
+	if sealedStarted.Payload, _, err = eventschema.SealPersonal(ctx(t), keys, "user-u-whose", started.Payload); err != nil {
+		t.Fatal(err)
+	}
+	plainData := log.Append("acme", stream, base.Add(time.Second), collection.InsurancesCollected{CollectedAt: base.Add(time.Second),
+		Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "CAR"}},
+		Personal:   &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": personName}}})
+	claimed := log.Append("acme", stream, base.Add(2*time.Second), collection.Claimed{WorkerID: "w1", ClaimedAt: base.Add(2 * time.Second)})
+	batch := []eventschema.Envelope{sealedStarted, plainData, claimed}
+	handle(t, p, batch)
+	got := list(t, s, "acme", stream, nil, 0)
+	assertRevisions(t, got, 0, 1, 2)
+	assertNothingShown(t, got)
+	want := []eventhistory.Row{wantRow(t, log.Registry(), started), wantRow(t, log.Registry(), plainData), wantRow(t, log.Registry(), claimed)}
+	want[0].PersonalData, want[0].DataSubject = eventhistory.PersonalSealed, "user-u-whose"
+	for i := range want {
+		assertRow(t, got[i], want[i])
+	}
+	keys.Forget()
+	if err := p.Handle(ctx(t), batch); !errors.Is(err, eventschema.ErrKeyNotFound) {
+		t.Fatalf("a lost key store: %v", err)
+	}
+}
+
+// testReaderMarksProtectedData: the summary of an event that held personal data says so, as
+// sealed, as erased from the moment its subject's key is destroyed, or as unsealed for one
+// written before sealing, and shows none of it; other events are not marked; a subject the key
+// store does not know is an error, never "erased".
+func testReaderMarksProtectedData(t *testing.T, s eventhistory.Store) {
+	keys := keystore.NewMemory()
+	if _, err := keys.GetOrCreate(ctx(t), "user-u-marked"); err != nil {
+		t.Fatal(err)
+	}
+	sealed, plain, none := row("acme", "collection-m", 0), row("acme", "collection-m", 1), row("acme", "collection-m", 2)
+	sealed.PersonalData, sealed.DataSubject = eventhistory.PersonalSealed, "user-u-marked"
+	plain.PersonalData = eventhistory.PersonalPlain
+	unknownType := row("acme", "collection-m", 3)
+	unknownType.Summary, unknownType.PersonalData, unknownType.DataSubject = nil, eventhistory.PersonalSealed, "user-u-marked"
+	lost := row("acme", "collection-lost", 0)
+	lost.PersonalData, lost.DataSubject = eventhistory.PersonalSealed, "user-u-lost"
+	insert(t, s, sealed, plain, none, unknownType, lost)
+	reader := eventhistory.NewReader(s, keys)
+	marks := func() []string {
+		t.Helper()
+		events, err := reader.List(ctx(t), "acme", "collection-m", nil, 0)
+		if err != nil || len(events) != 4 {
+			t.Fatalf("List = %v, %v", events, err)
+		}
+		var out []string
+		for _, e := range events {
+			if e.Summary == nil {
+				out = append(out, "no summary")
+				continue
+			}
+			var fields map[string]any
+			if err := json.Unmarshal(e.Summary, &fields); err != nil {
+				t.Fatalf("summary %s: %v", e.Summary, err)
+			}
+			if fields["from"] != "RUNNING" || bytes.Contains(e.Summary, []byte("personal")) || bytes.Contains(e.Summary, []byte("u-marked")) {
+				t.Fatalf("summary %s lost its members or shows too much", e.Summary)
+			}
+			mark, _ := fields[eventschema.ProtectedDataMember].(string)
+			out = append(out, mark)
+		}
+		return out
+	}
+	if got, want := marks(), []string{"sealed", "unsealed", "", "no summary"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("marks = %q, want %q", got, want)
+	}
+	if err := keys.Destroy(ctx(t), "user-u-marked"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := marks(), []string{"erased", "unsealed", "", "no summary"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("marks after the erasure = %q, want %q", got, want)
+	}
+	if _, err := reader.List(ctx(t), "acme", "collection-lost", nil, 0); !errors.Is(err, eventschema.ErrKeyNotFound) {
+		t.Fatalf("a subject the key store does not know: %v", err)
 	}
 }
