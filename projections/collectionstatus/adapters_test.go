@@ -162,3 +162,60 @@ func TestClickHouseServesRowsFromBeforeSealing(t *testing.T) {
 	}
 	checkLegacyPlainRow(t, s)
 }
+
+// checkLegacyPlainRowErased: the erasure of a row's user blanks the personal part a row from
+// before sealing keeps in plain text, too.
+func checkLegacyPlainRowErased(t *testing.T, s collectionstatus.Store) {
+	t.Helper()
+	if err := s.ErasePersonal(context.Background(), "acme", "u-legacy"); err != nil {
+		t.Fatal(err)
+	}
+	row, err := s.Get(context.Background(), "acme", "c-plain")
+	if err != nil || row.Personal != nil || row.Status != "WAITING_FOR_USER_ACTION" || row.Revision != 2 {
+		t.Fatalf("the erased row from before sealing = %#v, %v", row, err)
+	}
+	view, err := collectionstatus.NewReader(s, keystore.NewMemory()).Get(context.Background(), "acme", "c-plain")
+	if err != nil || view.QRStartSecret != "" || view.Instructions != nil {
+		t.Fatalf("the erased row from before sealing reads as %#v, %v", view, err)
+	}
+}
+
+func TestSQLiteErasesRowsFromBeforeSealing(t *testing.T) {
+	db := readdbtest.SQLite(t)
+	s, err := collectionstatus.NewSQLite(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO collection_status (`+legacyColumns+`) VALUES
+		('c-plain', 'acme', 'se-demo-insurer', 'INSURANCE', 'M', '2026-04-01', 'u-legacy', 'WAITING_FOR_USER_ACTION', NULL, ?, 'legacy-secret', 1000, 2000, 2)`,
+		legacyInstructions); err != nil {
+		t.Fatal(err)
+	}
+	checkLegacyPlainRowErased(t, s)
+	var instructions, secret string
+	if err := db.QueryRow(`SELECT instructions, qr_start_secret FROM collection_status WHERE collection_id = 'c-plain'`).
+		Scan(&instructions, &secret); err != nil || instructions != "" || secret != "" {
+		t.Fatalf("the plain columns hold %q, %q (%v)", instructions, secret, err)
+	}
+}
+
+func TestClickHouseErasesRowsFromBeforeSealing(t *testing.T) {
+	conn := readdbtest.ClickHouse(t)
+	ctx := context.Background()
+	s, err := collectionstatus.NewClickHouse(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO collection_status (`+legacyColumns+`)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Append("c-plain", "acme", "se-demo-insurer", "INSURANCE", "M", "2026-04-01", "u-legacy", "WAITING_FOR_USER_ACTION",
+		"", legacyInstructions, "legacy-secret", uint64(1000), uint64(2000), uint64(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	checkLegacyPlainRowErased(t, s)
+}

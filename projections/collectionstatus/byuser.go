@@ -108,3 +108,32 @@ func (r Reader) ListByUser(ctx context.Context, tenant, userUUID string, after *
 }
 
 var _ query.UserCollectionsReader = Reader{}
+
+// userCollectionsPage is how many of a user's collections UserCollectionIDs reads at once.
+const userCollectionsPage = 500
+
+// UserCollectionIDs returns the ids of every one of tenant's collections made for userUUID, newest
+// first: the command side's list of the collections whose keys an erasure destroys
+// (app.UserCollectionIDs).
+func (r Reader) UserCollectionIDs(ctx context.Context, tenant, userUUID string) ([]string, error) {
+	var (
+		ids   []string
+		after *UserPosition
+	)
+	for {
+		rows, err := r.store.ListByUser(ctx, tenant, userUUID, after, userCollectionsPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			if row.Tenant == tenant && row.UserUUID == userUUID {
+				ids = append(ids, row.CollectionID)
+			}
+		}
+		if len(rows) < userCollectionsPage {
+			return ids, nil
+		}
+		last := rows[len(rows)-1]
+		after = &UserPosition{CreatedAt: last.CreatedAt, CollectionID: last.CollectionID}
+	}
+}

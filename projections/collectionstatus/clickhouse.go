@@ -100,8 +100,44 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	if err != nil {
 		return fmt.Errorf("upsert collection statuses: %w", err)
 	}
-	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
-	err = readdb.InsertBatch(ctx, s.conn, "collection_status", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	if err := s.insert(ctx, readdb.KeepNewer(rows, stored, rowKey, rowRevision)); err != nil {
+		return fmt.Errorf("upsert collection statuses: %w", err)
+	}
+	return nil
+}
+
+// ErasePersonal implements Store. ClickHouse has no in-place update but mutations, which rewrite
+// whole parts in the background and finish whenever the server likes; instead each affected row
+// is written again at its own revision, without its personal part. Among versions of equal
+// revision ReplacingMergeTree keeps the last inserted, in FINAL reads and in merges alike, so the
+// copy wins at once; a newer revision written meanwhile wins over it, as it should. The older
+// copy stays on disk until the part merges: it holds the personal part sealed only, under a key
+// that the erasure destroyed. user_uuid and tenant never change for a collection, so they are
+// filtered on next to FINAL; whether a row holds a personal part changes, so that is tested on
+// the collapsed rows.
+func (s *ClickHouseStore) ErasePersonal(ctx context.Context, tenant, userUUID string) error {
+	if userUUID == "" {
+		return nil
+	}
+	var erased []Row
+	err := s.query(ctx, func(r Row) {
+		if r.Personal != nil {
+			r.Personal = nil
+			erased = append(erased, r)
+		}
+	}, `SELECT `+clickhouseColumns+` FROM collection_status FINAL WHERE tenant = ? AND user_uuid = ?`, tenant, userUUID)
+	if err != nil {
+		return fmt.Errorf("erase the personal parts of user %s: %w", userUUID, err)
+	}
+	if err := s.insert(ctx, erased); err != nil {
+		return fmt.Errorf("erase the personal parts of user %s: %w", userUUID, err)
+	}
+	return nil
+}
+
+// insert appends row versions as they are.
+func (s *ClickHouseStore) insert(ctx context.Context, rows []Row) error {
+	return readdb.InsertBatch(ctx, s.conn, "collection_status", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		extra, err := encodeExtra(r.ExtraInformation)
 		if err != nil {
 			return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
@@ -114,10 +150,6 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 			r.APIVersion, r.UserUUID, r.Status, extra}, details.args()...)
 		return append(args, readdb.UMillis(r.CreatedAt), readdb.UMillis(r.UpdatedAt), r.Revision), nil
 	})
-	if err != nil {
-		return fmt.Errorf("upsert collection statuses: %w", err)
-	}
-	return nil
 }
 
 // Get implements Store. tenant never changes for a collection, so, like the key, it can be

@@ -36,7 +36,9 @@ func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys)
 func (p *Projector) Name() string { return ProjectorName }
 
 // Handle applies a batch: it loads the rows of the batch's collections once, folds every event
-// newer than its row's revision, and writes the changed rows in one Upsert. Events of other
+// newer than its row's revision, and writes the changed rows in one Upsert. Then each
+// user.deleted of the batch erases the personal parts of that user's collections (the erasure
+// destroyed the key they are sealed under; this removes the ciphertext too). Events of other
 // categories are ignored, so the projector can consume every topic. Handling the same batch
 // twice, or an older one after a newer one, changes nothing.
 func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
@@ -48,11 +50,17 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", ProjectorName, err)
 	}
-	if len(rows) == 0 {
-		return nil
+	if len(rows) > 0 {
+		if err := p.store.Upsert(ctx, rows); err != nil {
+			return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(rows), err)
+		}
 	}
-	if err := p.store.Upsert(ctx, rows); err != nil {
-		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(rows), err)
+	for _, env := range batch {
+		if id, ok := readdb.DeletedUser(env); ok {
+			if err := p.store.ErasePersonal(ctx, env.Tenant, id); err != nil {
+				return fmt.Errorf("%s: %w", ProjectorName, err)
+			}
+		}
 	}
 	return nil
 }

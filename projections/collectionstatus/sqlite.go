@@ -154,6 +154,21 @@ func (s *SQLiteStore) Get(ctx context.Context, tenant, collectionID string) (Row
 	return found, nil
 }
 
+// ErasePersonal implements Store in one statement, which the index of ListByUser serves. The
+// columns where rows written before sealing kept the personal part in plain text are blanked
+// too. The row keeps its revision: the erasure is no event of the collection's stream.
+func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string) error {
+	if userUUID == "" {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE collection_status SET personal = '', instructions = '', qr_start_secret = ''
+		WHERE tenant = ? AND user_uuid = ? AND (personal != '' OR instructions != '' OR qr_start_secret != '')`,
+		tenant, userUUID); err != nil {
+		return fmt.Errorf("erase the personal parts of user %s: %w", userUUID, err)
+	}
+	return nil
+}
+
 // ListNonFinal implements Store.
 func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error) {
 	statuses := nonFinalStatuses()

@@ -74,6 +74,11 @@ type Store interface {
 	// ListByUser returns up to limit of tenant's collections made for userUUID, newest first
 	// (by CreatedAt, then id), starting after the position (nil: from the newest); byuser.go.
 	ListByUser(ctx context.Context, tenant, userUUID string, after *UserPosition, limit int) ([]Row, error)
+	// ErasePersonal blanks the personal part (Row.Personal) of every one of tenant's
+	// collections made for userUUID, which was deleted: its statuses and the rest stay, at the
+	// revisions they have. Erasing again changes nothing; a collection of no user is never
+	// touched.
+	ErasePersonal(ctx context.Context, tenant, userUUID string) error
 	// Reset removes every row, before a rebuild from the event store.
 	Reset(ctx context.Context) error
 }

@@ -3,8 +3,10 @@ package readdb
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
 
@@ -83,4 +85,14 @@ func EventTime(domainTime time.Time, env eventschema.Envelope) time.Time {
 		t = env.OccurredAt
 	}
 	return FromMillis(Millis(t))
+}
+
+// DeletedUser is the user a user.deleted event deletes; ok is false for any other event. The read
+// models that keep a user's personal data erase their copies of it on that event.
+func DeletedUser(env eventschema.Envelope) (userUUID string, ok bool) {
+	if env.Type != user.EventDeleted || eventschema.Category(env.Stream) != eventschema.Category(user.StreamPrefix) {
+		return "", false
+	}
+	id := strings.TrimPrefix(env.Stream, user.StreamPrefix)
+	return id, id != ""
 }

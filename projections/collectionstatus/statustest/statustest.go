@@ -57,6 +57,9 @@ func Run(t *testing.T, open Open) {
 		{"ListByUserPages", testListByUserPages},
 		{"ProjectorListByUser", testProjectorListByUser},
 		{"ReaderListByUser", testReaderListByUser},
+		{"ErasePersonal", testErasePersonal},
+		{"ProjectorErasesOnUserDeleted", testProjectorErasesOnUserDeleted},
+		{"ReaderUserCollectionIDs", testReaderUserCollectionIDs},
 	}.Run(t, open)
 }
 
