@@ -122,8 +122,15 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 	if err != nil {
 		return fmt.Errorf("upsert collection data: %w", err)
 	}
-	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
-	err = readdb.InsertBatch(ctx, s.conn, "collection_data", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	if err := s.insertRows(ctx, readdb.KeepNewer(rows, stored, rowKey, rowRevision)); err != nil {
+		return fmt.Errorf("upsert collection data: %w", err)
+	}
+	return nil
+}
+
+// insertRows appends row versions as they are.
+func (s *ClickHouseStore) insertRows(ctx context.Context, rows []Row) error {
+	return readdb.InsertBatch(ctx, s.conn, "collection_data", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		content, err := encodeContent(r.Content)
 		if err != nil {
 			return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
@@ -135,10 +142,6 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 		return []any{r.CollectionID, r.Tenant, r.Company, r.Product, r.Status, content,
 			personal, readdb.UMillis(r.UpdatedAt), r.Revision, r.UserUUID}, nil
 	})
-	if err != nil {
-		return fmt.Errorf("upsert collection data: %w", err)
-	}
-	return nil
 }
 
 func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error {
@@ -157,8 +160,15 @@ func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error
 	if err != nil {
 		return fmt.Errorf("upsert collection documents: %w", err)
 	}
-	docs = readdb.KeepNewer(docs, stored, docKey, docRevision)
-	err = readdb.InsertBatch(ctx, s.conn, "collection_documents", clickhouseDocMeta+`, personal_content`, docs,
+	if err := s.insertDocs(ctx, readdb.KeepNewer(docs, stored, docKey, docRevision)); err != nil {
+		return fmt.Errorf("upsert collection documents: %w", err)
+	}
+	return nil
+}
+
+// insertDocs appends document versions as they are.
+func (s *ClickHouseStore) insertDocs(ctx context.Context, docs []Document) error {
+	return readdb.InsertBatch(ctx, s.conn, "collection_documents", clickhouseDocMeta+`, personal_content`, docs,
 		func(d Document) ([]any, error) {
 			if d.Size < 0 {
 				return nil, fmt.Errorf("collection document %s/%s: negative size %d", d.CollectionID, d.DocumentID, d.Size)
@@ -166,8 +176,53 @@ func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error
 			return []any{d.CollectionID, d.DocumentID, d.Tenant, d.Kind, d.ContentType, d.FileName,
 				uint64(d.Size), d.SHA256, readdb.UMillis(d.At), d.Revision, d.Content}, nil
 		})
+}
+
+// ErasePersonal implements Store. ClickHouse has no in-place update but mutations, which rewrite
+// whole parts in the background and finish whenever the server likes; instead each affected row
+// and document is written again at its own revision, without its personal data. Among versions
+// of equal revision ReplacingMergeTree keeps the last inserted, in FINAL reads and in merges
+// alike, so the copy wins at once; a newer revision written meanwhile wins over it, as it
+// should. The older copies stay on disk until their parts merge: they hold personal data sealed
+// only, under a key that the erasure destroyed. user_uuid and tenant never change for a
+// collection, so they are filtered on next to FINAL; what a row holds is tested on the
+// collapsed rows. Documents go first, as in Upsert.
+func (s *ClickHouseStore) ErasePersonal(ctx context.Context, tenant, userUUID string) error {
+	if userUUID == "" {
+		return nil
+	}
+	var (
+		ids    []string
+		erased []Row
+	)
+	err := s.query(ctx, func(r Row) {
+		ids = append(ids, r.CollectionID)
+		if r.sealed != nil || !r.Personal.IsZero() {
+			r.sealed, r.Personal = nil, Personal{}
+			erased = append(erased, r)
+		}
+	}, `SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE tenant = ? AND user_uuid = ?`, tenant, userUUID)
 	if err != nil {
-		return fmt.Errorf("upsert collection documents: %w", err)
+		return fmt.Errorf("erase the personal data of user %s: %w", userUUID, err)
+	}
+	var docs []Document
+	if len(ids) > 0 {
+		err = s.queryDocs(ctx, scanClickHouseDoc, func(d Document) {
+			if len(d.Content) > 0 || d.FileName != "" || d.SHA256 != "" {
+				d.Content, d.FileName, d.SHA256 = nil, "", ""
+				docs = append(docs, d)
+			}
+		}, `SELECT `+clickhouseDocMeta+`, personal_content FROM collection_documents FINAL
+			WHERE tenant = ? AND collection_id IN ?`, tenant, readdb.InSet(ids))
+		if err != nil {
+			return fmt.Errorf("erase the personal data of user %s: %w", userUUID, err)
+		}
+	}
+	if err := s.insertDocs(ctx, docs); err != nil {
+		return fmt.Errorf("erase the personal data of user %s: %w", userUUID, err)
+	}
+	if err := s.insertRows(ctx, erased); err != nil {
+		return fmt.Errorf("erase the personal data of user %s: %w", userUUID, err)
 	}
 	return nil
 }
@@ -191,12 +246,12 @@ func (s *ClickHouseStore) Get(ctx context.Context, tenant, collectionID string) 
 	return found, nil
 }
 
-// Documents implements Store. The content column is not read: listing must stay cheap however
-// large the files are.
+// Documents implements Store. The content column is read only for whether there is one: listing
+// must stay cheap however large the files are.
 func (s *ClickHouseStore) Documents(ctx context.Context, tenant, collectionID string) ([]Document, error) {
 	var out []Document
 	err := s.queryDocs(ctx, scanClickHouseDocMeta, func(d Document) { out = append(out, d) },
-		`SELECT `+clickhouseDocMeta+` FROM collection_documents FINAL
+		`SELECT `+clickhouseDocMeta+`, personal_content != '' FROM collection_documents FINAL
 		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`, collectionID, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list documents of %s: %w", collectionID, err)
@@ -261,8 +316,8 @@ func (s *ClickHouseStore) queryDocs(ctx context.Context, scan func(readdb.Rows) 
 	return readdb.ClickHouseEach(ctx, s.conn, "collection documents", scan, each, q, args...)
 }
 
-// scanClickHouseDocMeta scans the clickhouseDocMeta columns; scanClickHouseDoc scans them and
-// personal_content after them.
+// scanClickHouseDocMeta scans the clickhouseDocMeta columns and whether there is content;
+// scanClickHouseDoc scans them and personal_content after them.
 func scanClickHouseDocMeta(rows readdb.Rows) (Document, error) {
 	return scanClickHouseDocument(rows, false)
 }
@@ -273,18 +328,21 @@ func scanClickHouseDocument(rows readdb.Rows, withContent bool) (Document, error
 		d          Document
 		size, atMs uint64
 		content    string
+		hasContent uint8
 		dest       = []any{&d.CollectionID, &d.DocumentID, &d.Tenant, &d.Kind, &d.ContentType,
 			&d.FileName, &size, &d.SHA256, &atMs, &d.Revision}
 	)
 	if withContent {
 		dest = append(dest, &content)
+	} else {
+		dest = append(dest, &hasContent)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return Document{}, fmt.Errorf("scan collection document: %w", err)
 	}
-	d.Size, d.At = int64(size), readdb.FromUMillis(atMs)
+	d.Size, d.At, d.HasContent = int64(size), readdb.FromUMillis(atMs), hasContent != 0
 	if content != "" {
-		d.Content = []byte(content)
+		d.Content, d.HasContent = []byte(content), true
 	}
 	return d, nil
 }

@@ -96,6 +96,10 @@ type Document struct {
 	// Content is the file. It is personal data, stored in a column of its own; nil when it
 	// was never received or has been erased, and always nil from Store.Documents.
 	Content []byte
+	// HasContent tells whether the store holds the file (Content, which Store.Documents does not
+	// read): false once its user's erasure blanked it, or when it was never received. Only the
+	// stores set it; Upsert ignores it.
+	HasContent bool
 	// Revision is the revision of the event that recorded the document.
 	Revision uint64
 }
@@ -122,6 +126,11 @@ type Store interface {
 	// Document returns one document of tenant's collection with its content, or
 	// readdb.ErrNotFound.
 	Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error)
+	// ErasePersonal blanks the personal data of every one of tenant's collections made for
+	// userUUID, which was deleted: a row's personal data, and its documents' content, file name
+	// and digest (which could name or confirm the person's file). The rest stays, at the
+	// revisions it has. Erasing again changes nothing; a collection of no user is never touched.
+	ErasePersonal(ctx context.Context, tenant, userUUID string) error
 	// Reset removes every row and document, before a rebuild from the event store.
 	Reset(ctx context.Context) error
 }

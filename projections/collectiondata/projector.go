@@ -29,7 +29,8 @@ func NewProjector(reg *eventschema.Registry, store Store) *Projector {
 func (p *Projector) Name() string { return ProjectorName }
 
 // Handle applies a batch: it loads the rows of the batch's collections once, folds every event
-// newer than its row's revision, and writes the changed rows and new documents in one Upsert.
+// newer than its row's revision, and writes the changed rows and new documents in one Upsert;
+// then each user.deleted of the batch erases the personal data of that user's collections.
 // Events of other categories are ignored, so the projector can consume every topic. Handling
 // the same batch twice, or an older one after a newer one, changes nothing: a stream's events
 // arrive in order (one Kafka partition per stream), so an event at or below the row's revision
@@ -48,11 +49,19 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", ProjectorName, err)
 	}
-	if len(rows) == 0 {
-		return nil
+	if len(rows) > 0 {
+		if err := p.store.Upsert(ctx, rows, docs); err != nil {
+			return fmt.Errorf("%s: write %d rows and %d documents: %w", ProjectorName, len(rows), len(docs), err)
+		}
 	}
-	if err := p.store.Upsert(ctx, rows, docs); err != nil {
-		return fmt.Errorf("%s: write %d rows and %d documents: %w", ProjectorName, len(rows), len(docs), err)
+	// A deleted user's collections keep their data without its personal part: the erasure
+	// destroyed the key it is sealed under, and this removes the ciphertext too.
+	for _, env := range batch {
+		if id, ok := readdb.DeletedUser(env); ok {
+			if err := p.store.ErasePersonal(ctx, env.Tenant, id); err != nil {
+				return fmt.Errorf("%s: %w", ProjectorName, err)
+			}
+		}
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ var _ query.DataReader = Reader{}
 func NewReader(store Store) Reader { return Reader{store: store} }
 
 // GetData implements query.DataReader. A wealth collection's data names its newest career
-// statement, so that a client learns from the data that the PDF exists.
+// statement, so that a client learns from the data that the PDF exists; one whose content is
+// not held (its user's erasure blanked it) is not named, as GetDocument would not serve it.
 func (r Reader) GetData(ctx context.Context, tenant, collectionID string) (query.DataView, error) {
 	row, err := r.store.Get(ctx, tenant, collectionID)
 	if errors.Is(err, readdb.ErrNotFound) {
@@ -40,7 +41,7 @@ func (r Reader) GetData(ctx context.Context, tenant, collectionID string) (query
 		if err != nil {
 			return query.DataView{}, err
 		}
-		if d := newest(docs, collection.DocumentFrenchCareerStatement); d != nil {
+		if d := newest(docs, collection.DocumentFrenchCareerStatement); d != nil && d.HasContent {
 			v.CareerStatement = &query.DocumentInfo{Kind: d.Kind, ContentType: d.ContentType, FileName: d.FileName,
 				Size: d.Size, At: d.At}
 		}

@@ -70,9 +70,10 @@ WHERE excluded.revision > collection_documents.revision`
 // The data endpoints' reads, prepared once.
 const (
 	sqliteGet = `SELECT ` + sqliteColumns + ` FROM collection_data WHERE collection_id = ? AND tenant = ?`
-	// sqliteDocuments lists without the content: listing must stay cheap however large the files are.
-	sqliteDocuments = `SELECT ` + sqliteDocMeta + ` FROM collection_documents
-		WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`
+	// sqliteDocuments lists without the content, only whether there is one: listing must stay
+	// cheap however large the files are.
+	sqliteDocuments = `SELECT ` + sqliteDocMeta + `, personal_content IS NOT NULL AND length(personal_content) > 0
+		FROM collection_documents WHERE collection_id = ? AND tenant = ? ORDER BY at_ms, document_id`
 	sqliteDocument = `SELECT ` + sqliteDocMeta + `, personal_content FROM collection_documents
 		WHERE collection_id = ? AND document_id = ? AND tenant = ?`
 )
@@ -94,6 +95,10 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	// A table from before sealing gets the user column; its rows read '' (see Sealing).
 	if err := readdb.EnsureSQLiteColumns(ctx, db, "collection_data", []string{"user_uuid"}, "TEXT NOT NULL DEFAULT ''"); err != nil {
+		return nil, fmt.Errorf("migrate sqlite collection_data: %w", err)
+	}
+	// ErasePersonal finds a user's collections by it (after the column exists).
+	if _, err := db.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS collection_data_by_user ON collection_data (tenant, user_uuid)`); err != nil {
 		return nil, fmt.Errorf("migrate sqlite collection_data: %w", err)
 	}
 	s := &SQLiteStore{db: db}
@@ -209,8 +214,8 @@ func (s *SQLiteStore) Document(ctx context.Context, tenant, collectionID, docume
 	return found, nil
 }
 
-// scanSQLiteDocMeta scans the sqliteDocMeta columns; scanSQLiteDoc scans them and
-// personal_content after them.
+// scanSQLiteDocMeta scans the sqliteDocMeta columns and whether there is content; scanSQLiteDoc
+// scans them and personal_content after them.
 func scanSQLiteDocMeta(rows readdb.Rows) (Document, error) { return scanSQLiteDocument(rows, false) }
 func scanSQLiteDoc(rows readdb.Rows) (Document, error)     { return scanSQLiteDocument(rows, true) }
 
@@ -224,15 +229,39 @@ func scanSQLiteDocument(rows readdb.Rows, withContent bool) (Document, error) {
 		&d.Size, &d.SHA256, &atMs, &rev}
 	if withContent {
 		dest = append(dest, &content)
+	} else {
+		dest = append(dest, &d.HasContent)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return Document{}, fmt.Errorf("scan collection document: %w", err)
 	}
 	d.At, d.Revision = readdb.FromMillis(atMs), uint64(rev)
 	if len(content) > 0 {
-		d.Content = content
+		d.Content, d.HasContent = content, true
 	}
 	return d, nil
+}
+
+// ErasePersonal implements Store in one transaction. The rows keep their revisions: the erasure
+// is no event of the collections' streams.
+func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string) error {
+	if userUUID == "" {
+		return nil
+	}
+	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE collection_documents SET personal_content = NULL, file_name = '', sha256 = ''
+			WHERE tenant = ? AND collection_id IN (SELECT collection_id FROM collection_data WHERE tenant = ? AND user_uuid = ?)
+			AND (personal_content IS NOT NULL OR file_name != '' OR sha256 != '')`, tenant, tenant, userUUID); err != nil {
+			return fmt.Errorf("documents: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE collection_data SET personal_json = NULL
+			WHERE tenant = ? AND user_uuid = ? AND personal_json IS NOT NULL`, tenant, userUUID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("erase the personal data of user %s: %w", userUUID, err)
+	}
+	return nil
 }
 
 // Reset implements Store.

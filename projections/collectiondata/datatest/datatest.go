@@ -45,6 +45,8 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorKeepsUnknownAbsent", testProjectorUnknown},
 		{"ProjectorEmptyPersonalValuesAreUnknown", testProjectorEmptyPersonal},
 		{"ReaderThroughItsPort", testReader},
+		{"ErasePersonal", testErasePersonal},
+		{"ProjectorErasesOnUserDeleted", testProjectorErasesOnUserDeleted},
 	}.Run(t, open)
 }
 
@@ -245,9 +247,11 @@ func doc(collectionID, tenant, id string, rev uint64, content string) collection
 	return d
 }
 
-// storedDoc is what a document looks like after a round trip.
+// storedDoc is what a document looks like after a round trip: whether it has content is told
+// whether or not the content is read.
 func storedDoc(d collectiondata.Document, withContent bool) collectiondata.Document {
 	d.At = d.At.UTC().Truncate(time.Millisecond)
+	d.HasContent = len(d.Content) > 0
 	if !withContent {
 		d.Content = nil
 	}
@@ -490,7 +494,7 @@ func wealthLife(log *eventlog.Log, tenant, id string, t0 time.Time) (*stream, co
 		CollectionID: id, DocumentID: "d-career", Tenant: tenant, Kind: collection.DocumentFrenchCareerStatement,
 		ContentType: "application/pdf", FileName: "releve-de-carriere.pdf", Size: int64(len(content)),
 		SHA256: statement.SHA256, At: t0.Add(4 * time.Second).Truncate(time.Millisecond), Content: content,
-		Revision: uint64(len(s.envs) - 2),
+		HasContent: true, Revision: uint64(len(s.envs) - 2),
 	}
 	return s, want, wantDoc
 }
