@@ -73,14 +73,36 @@ func (r Reader) FindByExternalID(ctx context.Context, tenant, externalID string)
 // IsLiveUser tells whether the tenant has this user and it is not deleted: the port the session
 // check declares (httpapi.SessionUsers). It reads the row on every call and opens nothing.
 func (r Reader) IsLiveUser(ctx context.Context, tenant, userUUID string) (bool, error) {
+	l, err := r.Liveness(ctx, tenant, userUUID)
+	return l == Live, err
+}
+
+// Liveness is what the read model knows of a user's life.
+type Liveness int
+
+const (
+	// Unknown: the tenant has no such user, or the read model does not have it yet.
+	Unknown Liveness = iota
+	// Live: the user exists and is not deleted.
+	Live
+	// Deleted: the user was deleted.
+	Deleted
+)
+
+// Liveness tells what the read model knows of the tenant's user, telling a user it has not seen
+// (Unknown), which another source may know already, from one it knows was deleted. It reads the
+// row on every call and opens nothing.
+func (r Reader) Liveness(ctx context.Context, tenant, userUUID string) (Liveness, error) {
 	row, err := r.store.Get(ctx, tenant, userUUID)
-	if errors.Is(err, readdb.ErrNotFound) {
-		return false, nil
+	switch {
+	case errors.Is(err, readdb.ErrNotFound):
+		return Unknown, nil
+	case err != nil:
+		return Unknown, err
+	case !row.DeletedAt.IsZero():
+		return Deleted, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return row.DeletedAt.IsZero(), nil
+	return Live, nil
 }
 
 // view opens a row's personal data: an erased subject, or a deleted user, shows no externalId;

@@ -408,6 +408,17 @@ func testReader(t *testing.T, s users.Store) {
 	if !live("acme", u1) || live("globex", u1) || live("acme", "0190f4a2-0000-0000-0000-000000000000") {
 		t.Fatal("liveness before the delete")
 	}
+	liveness := func(tenant, id string) users.Liveness {
+		l, err := f.reader.Liveness(ctx(t), tenant, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if liveness("acme", u1) != users.Live || liveness("globex", u1) != users.Unknown ||
+		liveness("acme", "0190f4a2-0000-0000-0000-000000000000") != users.Unknown {
+		t.Fatal("what the read model knows before the delete")
+	}
 
 	f.handle(t, f.log.delete(u1, "acme", "customer-42", base.Add(time.Hour))...)
 	v = f.view(t, "acme", u1)
@@ -417,7 +428,7 @@ func testReader(t *testing.T, s users.Store) {
 	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
 		t.Fatalf("find after the delete: %v", err)
 	}
-	if live("acme", u1) {
+	if live("acme", u1) || liveness("acme", u1) != users.Deleted {
 		t.Fatal("a deleted user is live")
 	}
 }
