@@ -87,12 +87,20 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 	}
 	if s.roles.Command {
 		userRepo := repository.New(s.store, s.registry, user.Kind, repository.WithKeys(s.keys))
-		reservations := repository.New(s.store, s.registry, user.ReservationKind, repository.WithKeys(s.keys))
 		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), userRepo, nil)
+		userService, err := s.commandUsers()
+		if err != nil {
+			return err
+		}
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key,
-			Users:           app.NewUserService(userRepo, reservations, key, nil),
-			CollectionUsers: collectionUsers{status: collectionstatus.NewReader(s.models.Status, s.keys)}})
-		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: sessions.users})
+			Users:           userService,
+			CollectionUsers: collectionUsers{status: collectionstatus.NewReader(s.models.Status, s.keys)},
+			// A DELETE answers once the session check refuses the user; a deletion that a
+			// projection of this very process does not show in time is a fault.
+			UserDeletions: &httpcmd.DeletionWatch{Users: sessions.users, Local: s.roles.Project}})
+		// A session is issued for a user the event store knows to be live: a user can have one
+		// the moment POST /users answered, before the users read model shows it.
+		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: userService})
 	}
 	if s.roles.Query {
 		status := collectionstatus.NewReader(s.models.Status, s.keys)

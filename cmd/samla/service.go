@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/clients"
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/connectors/sandbox"
@@ -65,6 +66,9 @@ type Service struct {
 	sandbox *sandbox.Sandbox
 	servers []*http.Server
 	addrs   map[string]string
+
+	// userService is the command role's users (commandUsers), built once.
+	userService *app.UserService
 
 	bootstrapKey       string
 	bootstrapGenerated bool
@@ -121,7 +125,8 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		s.closers = append(s.closers, store.Close)
 		s.store = eventstore.Instrument(store, s.metrics)
 	}
-	if roles.Relay || roles.Project || roles.Connect {
+	// The command role consumes the users' events to finish erasures (startErasure).
+	if roles.Command || roles.Relay || roles.Project || roles.Connect {
 		if err := s.openKafka(ctx); err != nil {
 			return nil, err
 		}
@@ -161,6 +166,11 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	}
 	if roles.Connect {
 		if err := s.startConnector(roleCtx); err != nil {
+			return nil, err
+		}
+	}
+	if roles.Command {
+		if err := s.startErasure(roleCtx); err != nil {
 			return nil, err
 		}
 	}

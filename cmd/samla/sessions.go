@@ -65,8 +65,9 @@ func (s *Service) sessionTokens() (*sessiontoken.Tokens, error) {
 // sessionAuth is what the API authenticates users' sessions with, and issues them with.
 type sessionAuth struct {
 	tokens *sessiontoken.Tokens
-	// users tells whether a token's user is live: the users read model, read on every request.
-	users users.Reader
+	// users tells whether a token's user is live: the users read model, read on every request
+	// (and the event store for a user it does not know yet, on the command role).
+	users sessionLiveness
 }
 
 func (s *Service) sessionAuth() (sessionAuth, error) {
@@ -79,7 +80,13 @@ func (s *Service) sessionAuth() (sessionAuth, error) {
 	if err != nil {
 		return sessionAuth{}, err
 	}
-	return sessionAuth{tokens: tokens, users: users.NewReader(s.models.Users, s.keys, key)}, nil
+	live := sessionLiveness{model: users.NewReader(s.models.Users, s.keys, key)}
+	if s.roles.Command {
+		if live.store, err = s.commandUsers(); err != nil {
+			return sessionAuth{}, err
+		}
+	}
+	return sessionAuth{tokens: tokens, users: live}, nil
 }
 
 // collectionUsers tells the command side whose a collection is, from the status read model

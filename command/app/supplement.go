@@ -15,6 +15,11 @@ import (
 // 404): a client must not learn that another client's collection exists.
 var ErrCollectionNotFound = errors.New("collection not found")
 
+// ErrUserDeleted is input for a collection whose user was deleted (HTTP 409 USER_DELETED): the
+// user's personal data is erased, and the input (an e-mail address, a phone number, a device's
+// responses) would be recorded without it, under a key that no longer exists.
+var ErrUserDeleted = fmt.Errorf("the collection's user was deleted: %w", domain.ErrConflict)
+
 // SupplyInfo is the command behind POST /collections/{collectionId}/supplement-info, already
 // checked for shape by the handler. Kind says which of Inputs and Responses it carries.
 type SupplyInfo struct {
@@ -39,8 +44,8 @@ type Supplied struct {
 
 // SupplyInfo hands the user's input or the client's responses to a collection. It returns
 // ErrCollectionNotFound, a *domain.InvalidFieldsError (nothing recorded; its fields are paths
-// into the body), collection.ErrNotAwaitingInput or ErrIdempotencyKeyReused for the refusals the
-// contract names. A conflict with the connector's appends is decided again on the new state,
+// into the body), collection.ErrNotAwaitingInput, ErrUserDeleted or ErrIdempotencyKeyReused for
+// the refusals the contract names. A conflict with the connector's appends is decided again on the new state,
 // which may then refuse (the status moved on) or recognise this request's own earlier append (a
 // racing retry).
 func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Supplied, error) {
@@ -53,6 +58,7 @@ func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Sup
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
 	req := collection.InputRequest{IdempotencyKey: cmd.IdempotencyKey, RequestHash: cmd.RequestHash}
 	var replayed bool
+	userChecked := false
 	_, _, err := s.repo.Update(ctx, cmd.CollectionID, meta, func(c *collection.Collection) error {
 		if !c.Exists() || c.ClientID() != cmd.Tenant {
 			return ErrCollectionNotFound
@@ -67,7 +73,21 @@ func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Sup
 		// Recording nothing is a retry of a request whose input the collection took, also in
 		// an earlier status.
 		replayed = err == nil && len(c.Recorded()) == 0
-		return err
+		if err != nil || replayed || c.UserUUID() == "" || userChecked {
+			return err
+		}
+		// New input for a user's collection: the user must not be deleted. A retry is
+		// answered as it was, as a start's is. (A userUuid of a collection started before
+		// users existed names no user, and takes input as it always did.)
+		u, err := s.users.Load(ctx, c.UserUUID())
+		if err != nil {
+			return fmt.Errorf("look up the collection's user: %w", err)
+		}
+		if u.Exists() && u.Deleted() {
+			return ErrUserDeleted
+		}
+		userChecked = true
+		return nil
 	})
 	switch {
 	case errors.Is(err, collection.ErrInputKeyReused):

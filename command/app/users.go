@@ -12,6 +12,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/user"
+	"github.com/samla/samla/eventschema"
 )
 
 // UserRepository is the port to the event-sourced users (*repository.Repository[*user.User]
@@ -32,6 +33,32 @@ type ReservationRepository interface {
 // ErrUserNotFound is a user that does not exist or belongs to another client (HTTP 404): a client
 // must not learn that another client's user exists.
 var ErrUserNotFound = errors.New("user not found")
+
+// SubjectKeys is the part of the key store (eventschema.Keys) that erases data subjects. It must
+// be the cache the process opens and seals with, so that this process drops a destroyed key at
+// once.
+type SubjectKeys interface {
+	Get(ctx context.Context, subject string) (eventschema.Key, error)
+	Destroy(ctx context.Context, subject string) error
+}
+
+// UserCollectionIDs lists the ids of every collection of a client's user (the collection status
+// read model, which has a collection from the moment it is projected).
+type UserCollectionIDs interface {
+	UserCollectionIDs(ctx context.Context, tenant, userUUID string) ([]string, error)
+}
+
+// Erasure is what a user's deletion erases its personal data with.
+type Erasure struct {
+	Keys SubjectKeys
+	// Collections names the collections whose own data subject (domain.CollectionSubject) is
+	// destroyed with the user's: the collected-data rows written before that read model knew
+	// collections' users were sealed under it.
+	Collections UserCollectionIDs
+}
+
+// erasureActor is the actor of what a finished erasure records (FinishErasure).
+const erasureActor = "samla:erasure"
 
 // CreateUser is the command behind POST /users.
 type CreateUser struct {
@@ -62,6 +89,15 @@ type DeleteUser struct {
 	RequestID     string
 }
 
+// FinishErasure is the command to finish the erasure of a deleted user whose deletion stopped
+// before it was done: taken from its user.deleted event by whoever follows those (the erasure
+// process manager).
+type FinishErasure struct {
+	UserUUID      string
+	CorrelationID string
+	CausationID   string // the user.deleted event
+}
+
 // userIdempotencyNamespace is the UUIDv5 namespace of user ids derived from idempotency keys. It
 // is fixed forever, and differs from the collections' so that one key used on both routes names
 // two different streams.
@@ -79,26 +115,45 @@ func UserIDForKey(tenant, key string) string {
 // create.
 const maxReserveRounds = 4
 
-// UserService creates and deletes users, keeping each client's externalIds unique.
+// UserService creates and deletes users, keeping each client's externalIds unique, and erases a
+// deleted user's personal data.
 type UserService struct {
 	users        UserRepository
 	reservations ReservationRepository
 	secret       []byte
+	erasure      Erasure
 	now          func() time.Time
 }
 
 // NewUserService builds the service. secret keys the hashes that name the externalId
 // reservations (user.ExternalIDKey): it must be the same on every replica and across restarts,
 // as the idempotency fingerprints' key is, or an externalId reserved under one key would be free
-// under another. now nil means time.Now.
-func NewUserService(users UserRepository, reservations ReservationRepository, secret []byte, now func() time.Time) *UserService {
+// under another. erasure is required: a deletion that erased nothing would leave the user's
+// personal data readable for good. now nil means time.Now.
+func NewUserService(users UserRepository, reservations ReservationRepository, secret []byte, erasure Erasure, now func() time.Time) *UserService {
 	if len(secret) == 0 {
 		panic("app.NewUserService: the externalId secret is required")
+	}
+	if erasure.Keys == nil || erasure.Collections == nil {
+		panic("app.NewUserService: Erasure.Keys and Erasure.Collections are required")
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &UserService{users: users, reservations: reservations, secret: secret, now: now}
+	return &UserService{users: users, reservations: reservations, secret: secret, erasure: erasure, now: now}
+}
+
+// IsLiveUser tells whether the client has this user and it is not deleted, from the event store:
+// a user is live the moment POST /users answered, before any read model shows it.
+func (s *UserService) IsLiveUser(ctx context.Context, clientID, userUUID string) (bool, error) {
+	if id, err := uuid.Parse(userUUID); err != nil || id.String() != userUUID {
+		return false, nil // names no stream of ours
+	}
+	u, err := s.users.Load(ctx, userUUID)
+	if err != nil {
+		return false, fmt.Errorf("is user %s live: %w", userUUID, err)
+	}
+	return u.Live(clientID), nil
 }
 
 // Create creates a user, or, for a retry of an earlier request with the same Idempotency-Key and
@@ -242,14 +297,15 @@ func replayUser(existing *user.User, cmd CreateUser) (UserCreated, error) {
 		Replayed: cmd.IdempotencyKey != ""}, nil
 }
 
-// Delete deletes (anonymises) the client's user and releases its externalId, so that it may be
-// used again. Deleting a deleted user succeeds again without recording anything, and releases the
-// externalId should an earlier delete have stopped before it. An unknown user, or another
+// Delete deletes (anonymises) the client's user: it records user.deleted, releases the user's
+// externalId so that it may be used again, and erases the user's personal data everywhere by
+// destroying its data subject's key (erase). Deleting a deleted user succeeds again without
+// recording anything and does whatever an earlier delete left undone. An unknown user, or another
 // client's, is ErrUserNotFound.
 //
-// The erasure of the user's personal data (destroying its data subject's key) is not done here.
-// Whatever does it must run after the release: the release needs the externalId, which the
-// user's stream no longer yields once erased.
+// A delete that stops between its steps (a crash, a failing key store) leaves a deleted user
+// whose key may survive: a retry finishes it, and so does FinishErasure, which the erasure
+// process manager runs for every user.deleted it sees, so that no key survives for good.
 func (s *UserService) Delete(ctx context.Context, cmd DeleteUser) error {
 	if cmd.Tenant == "" {
 		return fmt.Errorf("delete user without a tenant: %w", domain.ErrInvalid)
@@ -269,17 +325,67 @@ func (s *UserService) Delete(ctx context.Context, cmd DeleteUser) error {
 	if err != nil {
 		return fmt.Errorf("delete user %s: %w", cmd.UserUUID, err)
 	}
-	externalID := u.ExternalID()
-	if externalID == "" {
-		// Erased already: nothing names the reservation any more. A creator that finds it
-		// held by this deleted user releases it (reserve).
+	if err := s.erase(ctx, u, meta, now); err != nil {
+		return fmt.Errorf("delete user %s: %w", cmd.UserUUID, err)
+	}
+	return nil
+}
+
+// FinishErasure does what the deletion of a user left undone: the release of its externalId and
+// the destruction of its keys (erase). It does nothing for a user that is erased already (its
+// key is destroyed last, so nothing is left then), or not deleted. It is safe to run any number
+// of times, also beside the Delete it finishes.
+func (s *UserService) FinishErasure(ctx context.Context, cmd FinishErasure) error {
+	_, err := s.erasure.Keys.Get(ctx, domain.UserSubject(cmd.UserUUID))
+	if errors.Is(err, eventschema.ErrSubjectErased) {
 		return nil
 	}
-	key := user.ExternalIDKey(s.secret, cmd.Tenant, externalID)
-	if _, _, err := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
-		return r.Release(cmd.UserUUID, now)
-	}); err != nil {
-		return fmt.Errorf("delete user %s: release its externalId: %w", cmd.UserUUID, err)
+	// Any other answer (the key, or an error) is for the load to settle: it opens the user's
+	// events with that key, and fails loudly on a lost one.
+	u, err := s.users.Load(ctx, cmd.UserUUID)
+	if err != nil {
+		return fmt.Errorf("finish the erasure of user %s: %w", cmd.UserUUID, err)
+	}
+	if !u.Deleted() {
+		return nil
+	}
+	meta := repository.Meta{Tenant: u.ClientID(), CorrelationID: cmd.CorrelationID, CausationID: cmd.CausationID, Actor: erasureActor}
+	if err := s.erase(ctx, u, meta, s.now().UTC().Truncate(time.Millisecond)); err != nil {
+		return fmt.Errorf("finish the erasure of user %s: %w", cmd.UserUUID, err)
+	}
+	return nil
+}
+
+// erase erases a deleted user, in an order that a crash at any point leaves resumable:
+//  1. the externalId's reservation is released, so that the externalId may be used again. It
+//     needs the externalId, which only the user's key opens: it goes first. An erased user
+//     yields none; a creator that then finds the reservation held by the deleted user releases
+//     it itself (reserve).
+//  2. the keys of the user's collections' own subjects are destroyed (tombstoned whether or not
+//     they exist, so that nothing is ever sealed under them again).
+//  3. the user's key is destroyed, erasing its personal data in the event store, the Kafka log
+//     and the read models at once; the projections then blank the read models' copies. Being
+//     last, a destroyed user key says that the erasure is complete.
+func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.Meta, now time.Time) error {
+	if externalID := u.ExternalID(); externalID != "" {
+		key := user.ExternalIDKey(s.secret, u.ClientID(), externalID)
+		if _, _, err := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
+			return r.Release(u.ID(), now)
+		}); err != nil {
+			return fmt.Errorf("release its externalId: %w", err)
+		}
+	}
+	ids, err := s.erasure.Collections.UserCollectionIDs(ctx, u.ClientID(), u.ID())
+	if err != nil {
+		return fmt.Errorf("erase: list its collections: %w", err)
+	}
+	for _, id := range ids {
+		if err := s.erasure.Keys.Destroy(ctx, domain.CollectionSubject(id)); err != nil {
+			return fmt.Errorf("erase: destroy the key of collection %s: %w", id, err)
+		}
+	}
+	if err := s.erasure.Keys.Destroy(ctx, u.DataSubject()); err != nil {
+		return fmt.Errorf("erase: destroy its key: %w", err)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 )
 
 // userSecret keys the externalId reservations' names in these tests.
@@ -28,9 +29,27 @@ var created = testNow.Truncate(time.Millisecond)
 const otherUser = "0190f4a2-0000-7b3a-9a51-2f1e3d4c5b6a"
 
 func userScenario(t *testing.T) (*commandtest.Scenario, *app.UserService) {
+	sc, svc, _ := erasingScenario(t, nil)
+	return sc, svc
+}
+
+// userCollections is the status read model's list of users' collections, by user.
+type userCollections map[string][]string
+
+func (u userCollections) UserCollectionIDs(_ context.Context, tenant, userUUID string) ([]string, error) {
+	if tenant != "acme" {
+		return nil, nil
+	}
+	return u[userUUID], nil
+}
+
+// erasingScenario is a user scenario whose deletions erase with an in-memory key store (returned)
+// and these users' collections.
+func erasingScenario(t *testing.T, collections userCollections) (*commandtest.Scenario, *app.UserService, *keystore.Memory) {
 	sc := commandtest.New(t, testNow)
+	keys := keystore.NewMemory()
 	return sc, app.NewUserService(commandtest.Repository(sc, user.Kind), commandtest.Repository(sc, user.ReservationKind),
-		userSecret, sc.Clock())
+		userSecret, app.Erasure{Keys: keys, Collections: collections}, sc.Clock()), keys
 }
 
 func createUserCmd(key, externalID, hash string) app.CreateUser {
@@ -277,7 +296,7 @@ func raceCreates(t *testing.T, store repository.Store, keyed bool) {
 	start := make(chan struct{})
 	for i := range n {
 		svc := app.NewUserService(repository.New(store, reg, user.Kind), repository.New(store, reg, user.ReservationKind),
-			userSecret, nil)
+			userSecret, app.Erasure{Keys: keystore.NewMemory(), Collections: userCollections{}}, nil)
 		cmd := createUserCmd("", "customer-42", fmt.Sprintf("hash-%d", i))
 		if keyed {
 			cmd.IdempotencyKey, cmd.RequestHash = "key-1", "hash-1"

@@ -114,6 +114,9 @@ type Deps struct {
 	// CollectionUsers tells whose a collection is, so that a user's session may supply input to
 	// its own collections (sessions.go); without it, supplement-info refuses sessions.
 	CollectionUsers CollectionUsers
+	// UserDeletions makes DELETE /users/{userUuid} answer only once the deletion ends the user's
+	// sessions (users.go); without it, the DELETE answers as soon as the user is erased.
+	UserDeletions *DeletionWatch
 }
 
 // MinFingerprintKeyBytes is the shortest FingerprintKey: 256 bits, the strength of the hash.

@@ -243,6 +243,9 @@ func writeSupplementError(c *gin.Context, err error) {
 		httpapi.AbortValidation(c, supplementInvalidDetail, fields...)
 	case errors.Is(err, collection.ErrNotAwaitingInput):
 		httpapi.AbortProblem(c, http.StatusConflict, CodeCollectionNotAwaitingInput, supplementNotAwaitingDetail)
+	case errors.Is(err, app.ErrUserDeleted):
+		httpapi.AbortProblem(c, http.StatusConflict, CodeUserDeleted,
+			"The collection's user was deleted and its personal data erased; the collection takes no more input.")
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
 		httpapi.AbortProblem(c, http.StatusConflict, httpapi.CodeConflict, supplementConflictDetail)
 	default:

@@ -3,7 +3,9 @@ package httpcmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -19,6 +21,33 @@ const (
 	CodeUserExists = "USER_EXISTS"
 	// CodeUserNotFound is an unknown user, or another client's (404).
 	CodeUserNotFound = "USER_NOT_FOUND"
+	// CodeUserDeleted is supplement-info for a collection whose user was deleted (409): the
+	// user's personal data is erased, and so would the input be.
+	CodeUserDeleted = "USER_DELETED"
+)
+
+// DeletionWatch is how DELETE /users/{userUuid} waits for the deletion to reach the check that
+// ends the user's sessions, so that a 204 means its tokens are refused from the next request on.
+type DeletionWatch struct {
+	// Users is that check: the users read model, which httpapi's session authentication asks.
+	Users LiveUsers
+	// Timeout bounds the wait (DefaultDeletionTimeout when <= 0).
+	Timeout time.Duration
+	// Local tells that the projections run in this process: a deletion they do not show within
+	// Timeout is then a fault, answered 503 (a retry of the DELETE is safe), rather than a remote
+	// projection's lag, which is answered 204 and logged.
+	Local bool
+}
+
+// DefaultDeletionTimeout bounds DeletionWatch's wait: far above a projection's usual lag of
+// milliseconds, and short enough for a client's request timeout.
+const DefaultDeletionTimeout = 5 * time.Second
+
+// deletionPollFirst and deletionPollMax space the looks at the read model: the first ones come
+// quickly (a local projection takes a few milliseconds), later ones less often.
+const (
+	deletionPollFirst = time.Millisecond
+	deletionPollMax   = 50 * time.Millisecond
 )
 
 // MaxCreateUserBodyBytes bounds POST /users: an externalId of 256 characters, escaped, and room.
@@ -100,9 +129,13 @@ func (h *handlers) createUser(c *gin.Context) {
 		CreatedAt: httpapi.FormatTime(created.CreatedAt)})
 }
 
+// deleteUser deletes and erases the user (app.UserService.Delete), then answers 204 once the
+// deletion is visible to the liveness check of sessions (DeletionWatch): a client that deleted a
+// user may rely on the user's tokens being refused from its next request on.
 func (h *handlers) deleteUser(c *gin.Context) {
 	ctx := c.Request.Context()
-	err := h.deps.Users.Delete(ctx, app.DeleteUser{Tenant: httpapi.ClientID(c), UserUUID: c.Param("userUuid"),
+	client, userUUID := httpapi.ClientID(c), c.Param("userUuid")
+	err := h.deps.Users.Delete(ctx, app.DeleteUser{Tenant: client, UserUUID: userUUID,
 		CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx)})
 	switch {
 	case errors.Is(err, app.ErrUserNotFound):
@@ -112,7 +145,58 @@ func (h *handlers) deleteUser(c *gin.Context) {
 		writeCommandError(c, err, "The request is invalid.")
 		return
 	}
+	if w := h.deps.UserDeletions; w != nil {
+		visible, err := w.wait(ctx, client, userUUID)
+		switch {
+		case err != nil:
+			httpapi.AbortInternal(c, fmt.Errorf("wait for the deletion of user %s to show: %w", userUUID, err))
+			return
+		case !visible && w.Local:
+			httpapi.Logger(ctx).Error("user deleted, but the users read model does not show it: its sessions still work",
+				"user_uuid", userUUID, "waited", w.timeout())
+			c.Header("Retry-After", "1")
+			httpapi.AbortProblem(c, http.StatusServiceUnavailable, httpapi.CodeServiceUnavailable,
+				"The user is deleted, but its sessions may still work for a moment; repeat the DELETE to learn when they stop.")
+			return
+		case !visible:
+			httpapi.Logger(ctx).Warn("user deleted; the users read model does not show it yet, so its sessions work until it does",
+				"user_uuid", userUUID, "waited", w.timeout())
+		}
+	}
 	c.Status(http.StatusNoContent)
+}
+
+func (w *DeletionWatch) timeout() time.Duration {
+	if w.Timeout <= 0 {
+		return DefaultDeletionTimeout
+	}
+	return w.Timeout
+}
+
+// wait looks at the liveness check until it refuses the user, at most Timeout: visible is false
+// when it still does not. The request's own end stops it early, as not visible.
+func (w *DeletionWatch) wait(ctx context.Context, client, userUUID string) (visible bool, err error) {
+	deadline := time.Now().Add(w.timeout())
+	pause := deletionPollFirst
+	for {
+		live, err := w.Users.IsLiveUser(ctx, client, userUUID)
+		if err != nil {
+			return false, err
+		}
+		if !live {
+			return true, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-time.After(min(pause, left)):
+		}
+		pause = min(2*pause, deletionPollMax)
+	}
 }
 
 // writeFieldErrors answers the field errors err carries, each at the member it names.

@@ -1,7 +1,9 @@
 package httpcmd_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,12 +22,21 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
+	"github.com/samla/samla/platform/keystore"
 )
 
 const v2 = "2026-04-01"
 
-// newUsersEngine serves the command routes, users included, over one in-memory event store.
-func newUsersEngine(t *testing.T) (*gin.Engine, *memstore.Store) {
+// noCollections is a status read model that lists no user's collections.
+type noCollections struct{}
+
+func (noCollections) UserCollectionIDs(context.Context, string, string) ([]string, error) {
+	return nil, nil
+}
+
+// newUsersEngine serves the command routes, users included, over one in-memory event store;
+// adjust changes the dependencies before they are mounted.
+func newUsersEngine(t *testing.T, adjust ...func(*httpcmd.Deps)) (*gin.Engine, *memstore.Store) {
 	t.Helper()
 	reg, err := eventschema.NewRegistry()
 	if err != nil {
@@ -37,10 +48,13 @@ func newUsersEngine(t *testing.T) (*gin.Engine, *memstore.Store) {
 	collections := app.NewCollectionService(sandbox.Catalog(), repository.New(store, reg, collection.Kind, repository.WithClock(clock)),
 		users, clock)
 	userService := app.NewUserService(users, repository.New(store, reg, user.ReservationKind, repository.WithClock(clock)),
-		fingerprintKey, clock)
+		fingerprintKey, app.Erasure{Keys: keystore.NewMemory(), Collections: noCollections{}}, clock)
 	e := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})
-	httpcmd.RegisterRoutes(e, httpcmd.Deps{Collections: collections, Users: userService, FingerprintKey: fingerprintKey,
-		Now: clock})
+	deps := httpcmd.Deps{Collections: collections, Users: userService, FingerprintKey: fingerprintKey, Now: clock}
+	for _, a := range adjust {
+		a(&deps)
+	}
+	httpcmd.RegisterRoutes(e, deps)
 	return e, store
 }
 
@@ -229,5 +243,94 @@ func TestStartCollectionForAUser(t *testing.T) {
 		http.StatusUnprocessableEntity, httpcmd.CodeUnknownUser)
 	if store.Appends() != before {
 		t.Fatal("a refused collection was recorded")
+	}
+}
+
+// lagging is a users read model that shows a deletion only after it was asked behind times (-1:
+// never), or fails.
+type lagging struct {
+	behind int
+	asked  int
+	err    error
+}
+
+func (l *lagging) IsLiveUser(context.Context, string, string) (bool, error) {
+	l.asked++
+	if l.err != nil {
+		return false, l.err
+	}
+	return l.behind < 0 || l.asked <= l.behind, nil
+}
+
+// TestDeleteUserWaitsUntilSessionsEnd: the 204 comes only once the liveness check of sessions
+// refuses the user; a local projection that never shows it is a 503 (retry), a remote one's lag a
+// 204; a failing check a 500. The user is deleted and erased in every case.
+func TestDeleteUserWaitsUntilSessionsEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		watch httpcmd.DeletionWatch
+		want  int
+	}{
+		{"shown after a few looks", httpcmd.DeletionWatch{Users: &lagging{behind: 3}, Local: true}, http.StatusNoContent},
+		{"never shown by a local projection", httpcmd.DeletionWatch{Users: &lagging{behind: -1}, Local: true, Timeout: time.Millisecond},
+			http.StatusServiceUnavailable},
+		{"not yet shown by a remote projection", httpcmd.DeletionWatch{Users: &lagging{behind: -1}, Timeout: time.Millisecond},
+			http.StatusNoContent},
+		{"a failing check", httpcmd.DeletionWatch{Users: &lagging{err: errors.New("read model down")}, Local: true},
+			http.StatusInternalServerError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			watch := tc.watch
+			e, store := newUsersEngine(t, func(d *httpcmd.Deps) { d.UserDeletions = &watch })
+			u := createdUser(t, serve(e, userReq{method: "POST", path: "/users", body: `{"externalId":"customer-42"}`}))
+			w := serve(e, userReq{method: "DELETE", path: "/users/" + u.UserUUID})
+			if w.Code != tc.want {
+				t.Fatalf("DELETE = %d %s, want %d", w.Code, w.Body, tc.want)
+			}
+			if l := watch.Users.(*lagging); l.behind > 0 && l.asked != l.behind+1 {
+				t.Fatalf("the check was asked %d times; it shows the deletion at the %d", l.asked, l.behind+1)
+			}
+			if w.Code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+				t.Fatal("a 503 without Retry-After")
+			}
+			if n := len(store.Events(user.StreamName(u.UserUUID))); n != 2 {
+				t.Fatalf("the user's stream has %d events, want created and deleted", n)
+			}
+		})
+	}
+}
+
+// TestSupplementInfoForADeletedUsersCollection: once its user is deleted, a collection takes no
+// more input: 409 USER_DELETED, nothing recorded.
+func TestSupplementInfoForADeletedUsersCollection(t *testing.T) {
+	e, store := newUsersEngine(t)
+	u := createdUser(t, serve(e, userReq{method: "POST", path: "/users", body: `{"externalId":"customer-42"}`}))
+	w := serve(e, userReq{method: "POST", path: "/collections", body: `{"company":"se-demo-insurer",` +
+		`"loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK","parameters":[],"userUuid":"` + u.UserUUID + `"}`})
+	var started struct{ CollectionID string }
+	if err := json.Unmarshal(w.Body.Bytes(), &started); err != nil || w.Code != http.StatusCreated {
+		t.Fatalf("POST /collections = %d %s", w.Code, w.Body)
+	}
+	reg, err := eventschema.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := repository.New(store, reg, collection.Kind)
+	for _, to := range []collection.Status{collection.StatusLogin, collection.StatusContactFormPending} {
+		if _, _, err := repo.Update(context.Background(), started.CollectionID, repository.Meta{Tenant: "acme", Actor: "connector"},
+			func(c *collection.Collection) error {
+				return c.ChangeStatusWith(to, collection.StatusDetails{}, testNow)
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := serve(e, userReq{method: "DELETE", path: "/users/" + u.UserUUID}); w.Code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d %s", w.Code, w.Body)
+	}
+	before := len(store.Events(collection.StreamName(started.CollectionID)))
+	problemOf(t, serve(e, userReq{method: "POST", path: "/collections/" + started.CollectionID + "/supplement-info", body: contactBody}),
+		http.StatusConflict, httpcmd.CodeUserDeleted)
+	if n := len(store.Events(collection.StreamName(started.CollectionID))); n != before {
+		t.Fatalf("%d events recorded for refused input", n-before)
 	}
 }
