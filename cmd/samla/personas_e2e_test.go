@@ -86,6 +86,7 @@ type collectionRequest struct {
 	loginMethod string
 	pn          string
 	ownerName   string
+	userUUID    string           // 2026-04-01 only
 	extraParams []map[string]any // 2026-04-01 only
 	pdfDocument string           // 2025-01-01 only: input.PDF_DOCUMENT, base64
 }
@@ -120,6 +121,9 @@ func (c apiClient) start(req collectionRequest) (int, map[string]any) {
 			params = append(params, map[string]any{"type": "AccountOwnerNameParameter", "name": req.ownerName})
 		}
 		body["parameters"] = append(params, req.extraParams...)
+		if req.userUUID != "" {
+			body["userUuid"] = req.userUUID
+		}
 	}
 	code, raw, _ := c.do("POST", "/collections", body, map[string]string{"Service-Version": req.version})
 	var out map[string]any

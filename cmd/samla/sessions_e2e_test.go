@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/command/clients"
+	"github.com/samla/samla/platform/kafka"
 	"github.com/samla/samla/platform/sessiontoken"
 )
 
@@ -302,4 +303,51 @@ func problemCodeOf(body []byte) string {
 	var p struct{ Code string }
 	_ = json.Unmarshal(body, &p)
 	return p.Code
+}
+
+// TestSessionRightAfterCreatingTheUser: the command role issues a session for a user the moment
+// POST /users answered, and the session works on the command role at once, even while the users
+// read model has not seen the user (here: its projection is stopped); the user's DELETE ends it
+// at the next request all the same.
+func TestSessionRightAfterCreatingTheUser(t *testing.T) {
+	dir := t.TempDir()
+	broker, err := kafka.StartEmbedded(filepath.Join(dir, "broker"), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	run := func(roles Roles) *Service {
+		cfg := testConfig(t, dir)
+		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		svc, err := Start(t.Context(), cfg, roles, testLogger(t))
+		if err != nil {
+			t.Fatalf("start %+v: %v", roles, err)
+		}
+		return svc
+	}
+	relay := run(Roles{Relay: true})
+	defer stop(t, relay)
+	project := run(Roles{Project: true})
+	command := run(Roles{Command: true})
+	defer stop(t, command)
+	c := apiClient{t: t, base: "http://" + command.HTTPAddr(), key: testAPIKey}
+	waitAuthenticated(t, c)
+	stop(t, project) // from here on the users read model sees nothing
+
+	code, body, _ := c.do("POST", "/users", map[string]any{"externalId": "right-after"}, map[string]string{"Service-Version": v2})
+	var u struct{ UserUUID string }
+	if code != http.StatusCreated || json.Unmarshal(body, &u) != nil {
+		t.Fatalf("POST /users = %d %s", code, body)
+	}
+	token, _ := c.createSession(u.UserUUID)
+	s := c.session(token)
+	s.expect("POST", "/collections", collectionBody(u.UserUUID), http.StatusCreated, "")
+
+	if code, body, _ := c.do("DELETE", "/users/"+u.UserUUID, nil, map[string]string{"Service-Version": v2}); code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d %s", code, body)
+	}
+	s.expect("POST", "/collections", collectionBody(u.UserUUID), http.StatusUnauthorized, "TOKEN_REVOKED")
+	if code, body, _ := c.do("POST", "/users/"+u.UserUUID+"/sessions", nil, map[string]string{"Service-Version": v2}); code != http.StatusNotFound {
+		t.Fatalf("a session of the deleted user = %d %s", code, body)
+	}
 }
