@@ -185,7 +185,7 @@ func TestErasureEndToEnd(t *testing.T) {
 		forUser(collectionRequest{company: "se-demo-insurer", loginMethod: "PDF_UPLOAD", extraParams: []map[string]any{
 			{"type": "PdfDocumentParameter", "contentBase64": letterB64, "fileName": "letter.pdf"}}}): "insurance",
 		forUser(collectionRequest{company: "se-demo-pension", pn: erasurePersona, ownerName: erasureOwner}): "wealth",
-		forUser(collectionRequest{company: "se-demo-bank", pn: erasurePersona}): "wealth",
+		forUser(collectionRequest{company: "se-demo-bank", pn: erasurePersona}):                             "wealth",
 	}
 	french := forUser(collectionRequest{company: "fr-demo-pension-info", pn: erasurePersona})
 	completed[french] = "wealth"
