@@ -180,12 +180,18 @@ func TestErasureEndToEnd(t *testing.T) {
 		r.userUUID = userUUID
 		return c.mustStart(r)
 	}
-	completed := map[string]string{ // collection → its data path
-		forUser(collectionRequest{company: "se-demo-insurer", pn: erasurePersona}): "insurance",
-		forUser(collectionRequest{company: "se-demo-insurer", loginMethod: "PDF_UPLOAD", extraParams: []map[string]any{
-			{"type": "PdfDocumentParameter", "contentBase64": letterB64, "fileName": "letter.pdf"}}}): "insurance",
-		forUser(collectionRequest{company: "se-demo-pension", pn: erasurePersona, ownerName: erasureOwner}): "wealth",
-		forUser(collectionRequest{company: "se-demo-bank", pn: erasurePersona}):                             "wealth",
+	completed := map[string]string{} // collection → its data path
+	for _, r := range []struct {
+		req     collectionRequest
+		product string
+	}{
+		{collectionRequest{company: "se-demo-insurer", pn: erasurePersona}, "insurance"},
+		{collectionRequest{company: "se-demo-insurer", loginMethod: "PDF_UPLOAD", extraParams: []map[string]any{
+			{"type": "PdfDocumentParameter", "contentBase64": letterB64, "fileName": "letter.pdf"}}}, "insurance"},
+		{collectionRequest{company: "se-demo-pension", pn: erasurePersona, ownerName: erasureOwner}, "wealth"},
+		{collectionRequest{company: "se-demo-bank", pn: erasurePersona}, "wealth"},
+	} {
+		completed[forUser(r.req)] = r.product
 	}
 	french := forUser(collectionRequest{company: "fr-demo-pension-info", pn: erasurePersona})
 	completed[french] = "wealth"
