@@ -25,6 +25,7 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore/sqlitekeys"
 	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
 // The erasure of a user over HTTP, as a client drives it (issue 7, "Erasure").
@@ -389,4 +390,107 @@ func TestErasureFinishesADeleteThatStopped(t *testing.T) {
 	if err != nil || len(reservation) != 2 || reservation[1].Type != user.EventExternalIDReleased || reservation[1].Actor != "samla:erasure" {
 		t.Fatalf("the externalId's reservation = %+v, %v", reservation, err)
 	}
+}
+
+// TestErasureInClickHouse runs a user's collections and erasure with the read models in
+// ClickHouse, where analysts read every table: no column of any table, in any stored row
+// version, holds the personal number, the externalId or the owner's name (their personal data is
+// sealed; the externalId is known only by its keyed hash), and after the erasure the current
+// rows keep nothing of the user's personal data, not even sealed.
+func TestErasureInClickHouse(t *testing.T) {
+	t.Parallel()
+	dsn := readdbtest.ClickHouseDatabase(t)
+	cfg := personaConfig(t, t.TempDir())
+	cfg.ClickHouseDSN = dsn
+	svc := start(t, cfg)
+	defer stop(t, svc)
+	c := apiClient{t: t, base: "http://" + svc.HTTPAddr(), key: testAPIKey}
+	conn, err := readdb.OpenClickHouse(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	const externalID = "clickhouse-erasure-customer"
+	userUUID := c.createUser(externalID)
+	var ids []string
+	for _, r := range []collectionRequest{
+		{company: "se-demo-insurer", pn: erasurePersona},
+		{company: "se-demo-pension", pn: erasurePersona, ownerName: erasureOwner},
+		{company: "fr-demo-pension-info", pn: erasurePersona},
+	} {
+		r.userUUID = userUUID
+		ids = append(ids, c.mustStart(r))
+	}
+	for _, id := range ids {
+		if final := c.waitStatus(id, 30*time.Second, finalStatus); final.Status != "COMPLETED" {
+			t.Fatalf("%s ended %+v", id, final)
+		}
+		c.historyPath(id, "COMPLETED")
+	}
+	code, out, _ := c.data("/collections/"+ids[1]+"/wealth/data", v2)
+	if code != http.StatusOK || !strings.Contains(mustJSON(t, out), erasurePersona) {
+		t.Fatalf("pension data = %d %v", code, out)
+	}
+
+	ctx := t.Context()
+	type column struct{ table, name string }
+	var columns []column
+	rows, err := conn.Query(ctx, `SELECT table, name FROM system.columns WHERE database = currentDatabase() AND type = 'String'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var col column
+		if err := rows.Scan(&col.table, &col.name); err != nil {
+			t.Fatal(err)
+		}
+		columns = append(columns, col)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(columns) < 20 {
+		t.Fatalf("only %d String columns: is the database the service's?", len(columns))
+	}
+	secrets := []string{erasurePersona, "19121212-1212", "121212-1212", externalID, erasureOwner, "Tolvansson"}
+	scan := func(when string) {
+		t.Helper()
+		for _, col := range columns {
+			for _, secret := range secrets {
+				var n uint64
+				// Every stored row version, not only the current ones: analysts can read them
+				// all until the parts merge.
+				if err := conn.QueryRow(ctx, `SELECT count() FROM `+col.table+` WHERE position(`+col.name+`, ?) > 0`, secret).
+					Scan(&n); err != nil {
+					t.Fatalf("%s.%s: %v", col.table, col.name, err)
+				}
+				if n > 0 {
+					t.Errorf("%s: %s.%s holds %q in %d rows", when, col.table, col.name, secret, n)
+				}
+			}
+		}
+	}
+	scan("before the erasure")
+
+	if code, body, _ := c.do("DELETE", "/users/"+userUUID, nil, map[string]string{"Service-Version": v2}); code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d %s", code, body)
+	}
+	left := func() uint64 {
+		var total uint64
+		for _, q := range []string{
+			`SELECT count() FROM (SELECT personal FROM collection_status FINAL WHERE user_uuid = ?) WHERE personal != ''`,
+			`SELECT count() FROM (SELECT personal_json FROM collection_data FINAL WHERE user_uuid = ?) WHERE personal_json != ''`,
+			`SELECT count() FROM (SELECT personal FROM users FINAL WHERE user_uuid = ?) WHERE personal != ''`,
+		} {
+			var n uint64
+			if err := conn.QueryRow(ctx, q, userUUID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			total += n
+		}
+		return total
+	}
+	c.waitFor("the read models' copies blanked", func() bool { return left() == 0 })
+	scan("after the erasure")
 }
