@@ -199,10 +199,10 @@ func (r *Registry) Upcast(typ string, version int, payload json.RawMessage) (jso
 }
 
 // Decode turns a stored envelope into its domain event, upcasting old versions on read. The
-// envelope must be opened first (OpenPersonal): a sealed personal member is ErrSealed, never
-// decoded as if the event carried no personal data.
+// envelope must be opened first (OpenPersonal): a sealed personal member, or the erased marker,
+// is ErrSealed, never decoded as if it were the event's personal data.
 func (r *Registry) Decode(env Envelope) (domain.Event, error) {
-	if PersonalSealed(env.Payload) {
+	if PersonalSealed(env.Payload) || PersonalErased(env.Payload) {
 		return nil, fmt.Errorf("decode %s v%d at %s/%d: %w", env.Type, env.SchemaVersion, env.Stream, env.Revision, ErrSealed)
 	}
 	payload, err := r.Upcast(env.Type, env.SchemaVersion, env.Payload)

@@ -70,6 +70,17 @@ var (
 // sealedPrefix starts every sealed form (json.Marshal of sealedEnvelope).
 var sealedPrefix = []byte(`{"sealed":{`)
 
+// erasedMarker is the personal member of an event appended after its data subject was erased
+// (SealPersonal): the event had personal data, which is recorded nowhere, and says so, so that
+// the audit history marks it erased rather than showing an event that never had any. No event
+// names a personal field "erased", as none names one "sealed".
+var erasedMarker = []byte(`{"erased":true}`)
+
+// IsErasedMarker reports whether a stored personal member is the erased marker.
+func IsErasedMarker(stored []byte) bool {
+	return bytes.Equal(bytes.TrimSpace(stored), erasedMarker)
+}
+
 // IsSealed reports whether a stored value is in the sealed form. Plain values (personal data
 // written before sealing) never are: no event or read model names a personal field "sealed".
 func IsSealed(stored []byte) bool {
@@ -223,9 +234,10 @@ func inflate(compressed []byte) ([]byte, error) {
 }
 
 // SealPersonal seals payload's "personal" member under subject's key. A payload without one
-// (or with null) is returned as it is. For an erased subject the payload is returned without
-// its personal member and erased=true: what the event says publicly is still recorded, its
-// personal data never is, and never under a new key.
+// (or with null) is returned as it is. For an erased subject the personal member is replaced
+// by the erased marker, {"erased":true}, and erased is true: what the event says publicly is
+// still recorded, its personal data never is, and never under a new key; the marker tells
+// every reader (OpenPersonal, the audit history) that it was erased.
 func SealPersonal(ctx context.Context, keys Keys, subject string, payload json.RawMessage) (out json.RawMessage, erased bool, err error) {
 	start, end, found, err := findMember(payload, PersonalMember)
 	if err != nil {
@@ -234,13 +246,12 @@ func SealPersonal(ctx context.Context, keys Keys, subject string, payload json.R
 	if !found || string(payload[start:end]) == "null" {
 		return payload, false, nil
 	}
-	if IsSealed(payload[start:end]) {
+	if IsSealed(payload[start:end]) || IsErasedMarker(payload[start:end]) {
 		return payload, false, nil // sealed already
 	}
 	s, err := Seal(ctx, keys, subject, payload[start:end])
 	if errors.Is(err, ErrSubjectErased) {
-		out, err := withoutMember(payload, PersonalMember)
-		return out, err == nil, err
+		return splice(payload, start, end, erasedMarker), true, nil
 	}
 	if err != nil {
 		return nil, false, err
@@ -250,15 +261,20 @@ func SealPersonal(ctx context.Context, keys Keys, subject string, payload json.R
 
 // OpenPersonal replaces payload's sealed "personal" member with the plain one. A payload whose
 // personal member is not sealed (written before sealing) or that has none is returned as it
-// is. For an erased subject the payload is returned without its personal member and
-// erased=true. A lost key or a broken seal is an error (Open).
+// is. For an erased subject, and for an event appended after its subject was erased (the
+// erased marker), the payload is returned without its personal member and erased=true. A lost
+// key or a broken seal is an error (Open).
 func OpenPersonal(ctx context.Context, keys Keys, payload json.RawMessage) (out json.RawMessage, erased bool, err error) {
-	if !bytes.Contains(payload, []byte(`"sealed"`)) {
+	if !bytes.Contains(payload, []byte(`"sealed"`)) && !bytes.Contains(payload, []byte(`"erased"`)) {
 		return payload, false, nil // the cheap test first: most payloads are plain or have no personal data
 	}
 	start, end, found, err := findMember(payload, PersonalMember)
 	if err != nil {
 		return nil, false, fmt.Errorf("open personal data: %w", err)
+	}
+	if found && IsErasedMarker(payload[start:end]) {
+		out, err := withoutMember(payload, PersonalMember)
+		return out, err == nil, err
 	}
 	if !found || !IsSealed(payload[start:end]) {
 		return payload, false, nil
@@ -283,13 +299,23 @@ func PersonalSealed(payload json.RawMessage) bool {
 	return err == nil && found && IsSealed(payload[start:end])
 }
 
+// PersonalErased reports whether payload's personal member is the erased marker: the event
+// was appended after its data subject was erased, without its personal data.
+func PersonalErased(payload json.RawMessage) bool {
+	if !bytes.Contains(payload, []byte(`"erased"`)) {
+		return false
+	}
+	start, end, found, err := findMember(payload, PersonalMember)
+	return err == nil && found && IsErasedMarker(payload[start:end])
+}
+
 // InspectPersonal tells what payload's personal member holds without opening it: sealed under
-// subject, or plain text (plain: written before sealing). Neither: no personal member, or null.
-// The sealed form names its subject, so a reader that only records whose data an event held
-// (the audit history) needs no key.
+// subject, or plain text (plain: written before sealing). Neither: no personal member, null, or
+// the erased marker (PersonalErased tells that one). The sealed form names its subject, so a
+// reader that only records whose data an event held (the audit history) needs no key.
 func InspectPersonal(payload json.RawMessage) (subject string, sealed, plain bool) {
 	start, end, found, err := findMember(payload, PersonalMember)
-	if err != nil || !found || string(payload[start:end]) == "null" {
+	if err != nil || !found || string(payload[start:end]) == "null" || IsErasedMarker(payload[start:end]) {
 		return "", false, false
 	}
 	if !IsSealed(payload[start:end]) {
@@ -299,10 +325,56 @@ func InspectPersonal(payload json.RawMessage) (subject string, sealed, plain boo
 }
 
 // PlainPersonal reports whether payload has a personal member in plain text (an event written
-// before sealing, or one that must not be stored so).
+// before sealing, or one that must not be stored so). The erased marker is not plain text.
 func PlainPersonal(payload json.RawMessage) bool {
 	start, end, found, err := findMember(payload, PersonalMember)
-	return err == nil && found && string(payload[start:end]) != "null" && !IsSealed(payload[start:end])
+	return err == nil && found && string(payload[start:end]) != "null" && !IsSealed(payload[start:end]) &&
+		!IsErasedMarker(payload[start:end])
+}
+
+// WithoutPersonal returns payload without its personal member, whatever that holds, for a reader
+// that needs only what the event says publicly (the audit history's summaries). A payload
+// without one is returned as it is. The other members keep their bytes and order, and the
+// member is cut out rather than the payload decoded: it may hold a sealed document of
+// megabytes.
+func WithoutPersonal(payload json.RawMessage) (json.RawMessage, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(payload))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, fmt.Errorf("payload: %w", err)
+	}
+	if tok.Kind() != '{' {
+		return nil, fmt.Errorf("payload is not a JSON object")
+	}
+	first := int(dec.InputOffset())
+	for dec.PeekKind() != '}' {
+		// Before a member's name the decoder stands after the previous value (or the brace):
+		// the separating comma, if any, is still ahead.
+		before := int(dec.InputOffset())
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, fmt.Errorf("payload: %w", err)
+		}
+		member := tok.String()
+		if err := dec.SkipValue(); err != nil {
+			return nil, fmt.Errorf("payload member %q: %w", member, err)
+		}
+		after := int(dec.InputOffset())
+		if member != PersonalMember {
+			continue
+		}
+		if before == first {
+			// The first member: its comma follows it, unless it is the only one.
+			rest := bytes.TrimLeft(payload[after:], " \t\r\n")
+			if len(rest) > 0 && rest[0] == ',' {
+				after = len(payload) - len(rest) + 1
+			}
+		}
+		out := make([]byte, 0, len(payload)-(after-before))
+		out = append(out, payload[:before]...)
+		return append(out, payload[after:]...), nil
+	}
+	return payload, nil
 }
 
 // findMember finds the value of a top-level member of a JSON object: payload[start:end].

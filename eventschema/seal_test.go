@@ -165,11 +165,27 @@ func TestErasedSubject(t *testing.T) {
 	if err != nil || !erased || string(opened) != want {
 		t.Fatalf("open of an erased subject = %s, erased %v, %v", opened, erased, err)
 	}
-	// A late event of an erased subject is appended without its personal member, never under
-	// a new key.
+	// A late event of an erased subject is appended without its personal data, never under a
+	// new key, and says so: its personal member is the erased marker, which opens as erased.
 	late, erased, err := eventschema.SealPersonal(ctx, keys, "user-u1", startedPayload)
-	if err != nil || !erased || string(late) != want {
+	wantLate := strings.Replace(string(startedPayload), `{"personalNumber":"`+personalNumber+`","accountOwnerName":"`+ownerName+`"}`,
+		`{"erased":true}`, 1)
+	if err != nil || !erased || string(late) != wantLate {
 		t.Fatalf("seal for an erased subject = %s, erased %v, %v", late, erased, err)
+	}
+	if !eventschema.PersonalErased(late) || eventschema.PlainPersonal(late) || eventschema.PersonalSealed(late) {
+		t.Fatalf("the erased marker reads as erased %v, plain %v, sealed %v", eventschema.PersonalErased(late),
+			eventschema.PlainPersonal(late), eventschema.PersonalSealed(late))
+	}
+	if again, _, err := eventschema.SealPersonal(ctx, keys, "user-u1", late); err != nil || !bytes.Equal(again, late) {
+		t.Fatalf("sealing the marker again = %s, %v", again, err)
+	}
+	opened, erased, err = eventschema.OpenPersonal(ctx, keys, late)
+	if err != nil || !erased || string(opened) != want {
+		t.Fatalf("open of the erased marker = %s, erased %v, %v", opened, erased, err)
+	}
+	if eventschema.PersonalErased(sealed) || eventschema.PersonalErased(startedPayload) {
+		t.Fatal("a sealed or a plain member reads as the erased marker")
 	}
 	if _, err := eventschema.Seal(ctx, keys, "user-u1", []byte("x")); !errors.Is(err, eventschema.ErrSubjectErased) {
 		t.Fatalf("Seal for an erased subject: %v", err)
@@ -284,6 +300,50 @@ func TestEveryStoredExampleDecodesSealed(t *testing.T) {
 	}
 }
 
+// TestEveryStoredExampleDecodesErased: an event appended after its subject was erased carries
+// the erased marker, which no decoder takes for personal data; opened, it decodes as the event
+// without its personal data.
+func TestEveryStoredExampleDecodesErased(t *testing.T) {
+	ctx := context.Background()
+	r := registry(t)
+	keys := keystore.NewMemory()
+	if err := keys.Destroy(ctx, "user-u1"); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("testdata/examples/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		m := exampleName.FindStringSubmatch(strings.TrimSuffix(filepath.Base(f), ".json"))
+		typ := m[1]
+		version, _ := strconv.Atoi(m[2])
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late, erased, err := eventschema.SealPersonal(ctx, keys, "user-u1", raw)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if erased != eventschema.PersonalErased(late) || (erased && eventschema.PlainPersonal(late)) {
+			t.Fatalf("%s: erased %v, marker %v", f, erased, eventschema.PersonalErased(late))
+		}
+		env := eventschema.Envelope{EventID: "e", Type: typ, SchemaVersion: version, Stream: "s", Payload: late}
+		if _, err := r.Decode(env); erased && !errors.Is(err, eventschema.ErrSealed) {
+			t.Errorf("%s: decode of the erased marker: %v", f, err)
+		}
+		opened, openedErased, err := eventschema.OpenPersonal(ctx, keys, late)
+		if err != nil || openedErased != erased {
+			t.Fatalf("%s: open: erased %v, %v", f, openedErased, err)
+		}
+		env.Payload = opened
+		if _, err := r.Decode(env); err != nil {
+			t.Errorf("%s: the opened marker does not decode: %v", f, err)
+		}
+	}
+}
+
 func TestKeyNeverPrintsItsMaterial(t *testing.T) {
 	material := bytes.Repeat([]byte{0xAB}, eventschema.KeySize)
 	k, err := eventschema.NewKey("k1", material)
@@ -320,11 +380,38 @@ func TestInspectPersonalNeedsNoKey(t *testing.T) {
 		{"plain", string(startedPayload), "", false, true},
 		{"none", `{"collectionId":"c1"}`, "", false, false},
 		{"null", `{"collectionId":"c1","personal":null}`, "", false, false},
+		{"erased marker", `{"collectionId":"c1","personal":{"erased":true}}`, "", false, false},
 		{"not an object", `[1]`, "", false, false},
 	} {
 		subject, isSealed, plain := eventschema.InspectPersonal(json.RawMessage(tc.payload))
 		if subject != tc.subject || isSealed != tc.sealed || plain != tc.plain {
 			t.Errorf("%s: InspectPersonal = %q, %v, %v; want %q, %v, %v", tc.name, subject, isSealed, plain, tc.subject, tc.sealed, tc.plain)
 		}
+	}
+}
+
+// TestWithoutPersonal: the personal member is cut out wherever it stands, and nothing else of the
+// payload changes.
+func TestWithoutPersonal(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":1,"personal":{"x":"y"},"b":2}`, `{"a":1,"b":2}`},
+		{`{"personal":{"sealed":{"v":1}},"a":1}`, `{"a":1}`},
+		{`{"a":1,"personal":{"erased":true}}`, `{"a":1}`},
+		{`{"personal":null}`, `{}`},
+		{`{ "a" : 1 , "personal" : { "x" : [1,2] } , "b" : "personal" }`, `{ "a" : 1 , "b" : "personal" }`},
+		{` { "personal" : 1 , "a" : 1 }`, ` { "a" : 1 }`},
+		{`{"a":{"personal":1}}`, `{"a":{"personal":1}}`},
+		{`{}`, `{}`},
+	} {
+		out, err := eventschema.WithoutPersonal(json.RawMessage(tc.in))
+		if err != nil || string(out) != tc.want {
+			t.Errorf("WithoutPersonal(%s) = %s, %v; want %s", tc.in, out, err, tc.want)
+		}
+		if !json.Valid(out) {
+			t.Errorf("WithoutPersonal(%s) = %s, not JSON", tc.in, out)
+		}
+	}
+	if _, err := eventschema.WithoutPersonal(json.RawMessage(`[1]`)); err == nil {
+		t.Error("WithoutPersonal of an array: no error")
 	}
 }
