@@ -192,11 +192,12 @@ func (m *ReadModels) Keys() eventschema.Keys { return m.keys }
 
 // Projectors returns one projector per read model, writing to these stores. Each sees the
 // events opened (Opening): the personal data plain, or absent for an erased subject. The audit
-// history opens them itself, as it records whose personal data each sealed event held.
+// history opens none: it records whose personal data each sealed event held and summarises what
+// the event says publicly.
 func (m *ReadModels) Projectors() []Projector {
 	return []Projector{
 		Opening(collectionstatus.NewProjector(m.reg, m.Status, m.keys), m.keys),
-		eventhistory.NewProjector(m.reg, m.History, m.keys),
+		eventhistory.NewProjector(m.reg, m.History),
 		Opening(apikeys.NewProjector(m.reg, m.APIKeys), m.keys),
 		Opening(collectiondata.NewProjector(m.reg, m.Data), m.keys),
 		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),

@@ -41,8 +41,13 @@ type Row struct {
 	Summary json.RawMessage
 	// PersonalData is what the event held of personal data, told from its payload without
 	// opening it: "" for none, PersonalSealed for a personal member sealed under DataSubject,
-	// PersonalPlain for one written before sealing. The Reader turns it into the summary's
-	// protectedData marker, deciding at every read whether the subject has been erased since.
+	// PersonalPlain for one written before sealing, PersonalErased for an event appended after
+	// its subject was erased (eventschema's erased marker). The Reader turns it into the
+	// summary's protectedData marker, deciding at every read whether a sealed subject has been
+	// erased since.
+	//
+	// Rows projected before the column existed have "" whatever their event held; `samla
+	// projections rebuild` projects them again and marks them (README).
 	PersonalData string
 	// DataSubject is the subject the personal data is sealed under (user-<uuid> or
 	// collection-<id>, as domain.UserSubject and domain.CollectionSubject name them); "" unless
@@ -55,6 +60,7 @@ type Row struct {
 const (
 	PersonalSealed = "sealed"
 	PersonalPlain  = "plain"
+	PersonalErased = "erased"
 )
 
 // Store holds the history.

@@ -15,23 +15,21 @@ const ProjectorName = "event-history-v2"
 
 // Projector turns every event, of every category, into a history row.
 //
-// It takes envelopes as the event store holds them, sealed, and opens them itself
-// (eventschema.OpenPersonal) rather than through projections.Opening, because each row records
-// what the sealed payload held: whether it had personal data, and under which subject (which
-// the opened payload no longer tells). A lost key stops it as it stops every projection.
+// It takes envelopes as the event store holds them, sealed, and opens none: each row records
+// what the payload held of personal data (sealed under which subject, plain from before
+// sealing, or the erased marker of an event appended after its subject's erasure), which
+// eventschema.InspectPersonal tells from the sealed form without a key, and the summary is built
+// from what the event says publicly, without its personal member (no summary shows personal
+// data). So a document's megabytes are never decrypted only to be thrown away, and a lost key
+// store does not stop the history; its reader finds out, as every reader of sealed data does.
 type Projector struct {
 	reg   *eventschema.Registry
 	store Store
-	keys  eventschema.Keys
 }
 
-// NewProjector returns the projector writing to store; reg summarises the events and keys opens
-// them.
-func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys) *Projector {
-	if keys == nil {
-		panic("eventhistory.NewProjector: keys are required to open sealed events")
-	}
-	return &Projector{reg: reg, store: store, keys: keys}
+// NewProjector returns the projector writing to store; reg summarises the events.
+func NewProjector(reg *eventschema.Registry, store Store) *Projector {
+	return &Projector{reg: reg, store: store}
 }
 
 // Name is the projection's stable name.
@@ -51,16 +49,22 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 			CorrelationID: env.CorrelationID, CausationID: env.CausationID, Actor: env.Actor,
 		}
 		switch subject, sealed, plain := eventschema.InspectPersonal(env.Payload); {
+		case eventschema.PersonalErased(env.Payload):
+			row.PersonalData = PersonalErased
 		case sealed:
 			row.PersonalData, row.DataSubject = PersonalSealed, subject
 		case plain:
 			row.PersonalData = PersonalPlain
 		}
-		opened, _, err := eventschema.OpenPersonal(ctx, p.keys, env.Payload)
-		if err != nil {
-			return fmt.Errorf("%s: open %s at %s/%d: %w", ProjectorName, env.Type, env.Stream, env.Revision, err)
+		if row.PersonalData == PersonalSealed || row.PersonalData == PersonalErased {
+			// Events from before sealing keep their plain member: the summary of an old
+			// status counts its instructions there, and reading it opens nothing.
+			public, err := eventschema.WithoutPersonal(env.Payload)
+			if err != nil {
+				return fmt.Errorf("%s: %s at %s/%d: %w", ProjectorName, env.Type, env.Stream, env.Revision, err)
+			}
+			env.Payload = public
 		}
-		env.Payload = opened
 		summary, version, err := p.reg.AuditSummary(env)
 		if err != nil {
 			return fmt.Errorf("%s: %s at %s/%d: %w", ProjectorName, env.Type, env.Stream, env.Revision, err)

@@ -28,7 +28,8 @@ func NewReader(store Store, keys eventschema.Keys) Reader {
 
 // List implements query.HistoryReader. The summary of an event that held personal data carries
 // eventschema.ProtectedDataMember: sealed, or erased once its subject's key was destroyed (told
-// at this read, so an erasure shows at once), or unsealed for an event written before sealing.
+// at this read, so an erasure shows at once) and for an event appended after it, or unsealed
+// for an event written before sealing.
 // A subject the key store does not know is an error, as it is for every reader of sealed data: a
 // lost key store is never shown as erased.
 func (r Reader) List(ctx context.Context, tenant, stream string, afterRevision *uint64, limit int) ([]query.HistoryEvent, error) {
@@ -63,6 +64,8 @@ func (r Reader) protectedData(ctx context.Context, row Row, states map[string]st
 	switch row.PersonalData {
 	case PersonalPlain:
 		return eventschema.ProtectedDataUnsealed, nil
+	case PersonalErased:
+		return eventschema.ProtectedDataErased, nil
 	case PersonalSealed:
 	default:
 		return "", nil

@@ -288,7 +288,7 @@ func wantRow(t *testing.T, reg *eventschema.Registry, env eventschema.Envelope) 
 // fingerprint and a file name: the history keeps each event's envelope and audit summary only.
 func testProjectorStoresSummaries(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
+	p := eventhistory.NewProjector(log.Registry(), s)
 	if p.Name() != eventhistory.ProjectorName {
 		t.Fatalf("Name = %q", p.Name())
 	}
@@ -335,7 +335,7 @@ func testProjectorStoresSummaries(t *testing.T, s eventhistory.Store) {
 
 func testProjectorEveryCategory(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
+	p := eventhistory.NewProjector(log.Registry(), s)
 	cs, cl := collection.StreamName("c-1"), client.StreamName("acme")
 	keyHash := client.HashAPIKey("secret")
 	batch := []eventschema.Envelope{
@@ -373,7 +373,7 @@ func testProjectorEveryCategory(t *testing.T, s eventhistory.Store) {
 // sits in its input map rather than in "personal": it is summarised as the current version.
 func testProjectorUpcasts(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
+	p := eventhistory.NewProjector(log.Registry(), s)
 	v1 := log.AppendRaw(eventschema.Envelope{
 		Type: collection.EventStarted, SchemaVersion: 1, Tenant: "acme", Stream: collection.StreamName("c-v1"),
 		OccurredAt: base,
@@ -400,7 +400,7 @@ func testProjectorUpcasts(t *testing.T, s eventhistory.Store) {
 // projection rather than being stored.
 func testProjectorUnknownType(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
+	p := eventhistory.NewProjector(log.Registry(), s)
 	future := log.AppendRaw(eventschema.Envelope{
 		Type: "consent.granted", SchemaVersion: 3, Tenant: "acme", Stream: "consent-k1", OccurredAt: base,
 		Payload: []byte(`{"consentId":"k1","scope":["AIS"],"personal":{"email":"tolvan@example.se"}}`),
@@ -442,7 +442,7 @@ func testProjectorKeepsInstructionsOut(t *testing.T, s eventhistory.Store) {
 	}
 
 	log := eventlog.New(t)
-	p := eventhistory.NewProjector(log.Registry(), s, suiteKeys)
+	p := eventhistory.NewProjector(log.Registry(), s)
 	// The event as the domain decides it today.
 	current := collection.StreamName("c-v2")
 	agg := collection.Kind.New()
@@ -531,22 +531,25 @@ func testPersonalDataRoundTrip(t *testing.T, s eventhistory.Store) {
 	sealed, plain, none := row("acme", "collection-c1", 0), row("acme", "collection-c1", 1), row("acme", "collection-c1", 2)
 	sealed.PersonalData, sealed.DataSubject = eventhistory.PersonalSealed, "user-6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
 	plain.PersonalData = eventhistory.PersonalPlain
-	insert(t, s, sealed, plain, none)
+	erased := row("acme", "collection-c1", 3)
+	erased.PersonalData = eventhistory.PersonalErased
+	insert(t, s, sealed, plain, none, erased)
 	got := list(t, s, "acme", "collection-c1", nil, 0)
-	assertRevisions(t, got, 0, 1, 2)
-	for i, want := range []eventhistory.Row{sealed, plain, none} {
+	assertRevisions(t, got, 0, 1, 2, 3)
+	for i, want := range []eventhistory.Row{sealed, plain, none, erased} {
 		assertRow(t, got[i], want)
 	}
 }
 
 // testProjectorRecordsWhosePersonalData: the projector takes events as the event store holds
-// them, sealed, and records under which subject each held personal data (no key is needed for
-// that), one written before sealing as plain, and one without personal data as nothing; the
-// summaries are those of the opened events. A lost key stops it.
+// them, sealed, and records under which subject each held personal data, one written before
+// sealing as plain, one appended after its subject's erasure (the erased marker) as erased, and
+// one without personal data as nothing; the summaries are those of the events' public parts. It
+// opens nothing: a key store that lost every key changes none of it.
 func testProjectorRecordsWhosePersonalData(t *testing.T, s eventhistory.Store) {
 	log := eventlog.New(t)
 	keys := keystore.NewMemory()
-	p := eventhistory.NewProjector(log.Registry(), s, keys)
+	p := eventhistory.NewProjector(log.Registry(), s)
 	stream := collection.StreamName("c-whose")
 	started := log.Append("acme", stream, base, collection.Started{
 		CollectionID: "c-whose", ClientID: "acme", Company: "se-demo-insurer", Product: collection.ProductInsurance,
@@ -561,19 +564,32 @@ func testProjectorRecordsWhosePersonalData(t *testing.T, s eventhistory.Store) {
 		Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "CAR"}},
 		Personal:   &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": personName}}})
 	claimed := log.Append("acme", stream, base.Add(2*time.Second), collection.Claimed{WorkerID: "w1", ClaimedAt: base.Add(2 * time.Second)})
-	batch := []eventschema.Envelope{sealedStarted, plainData, claimed}
+	late := log.Append("acme", stream, base.Add(3*time.Second), collection.StatusChanged{From: collection.StatusRunning,
+		To: collection.StatusWaitingForUserAction, ChangedAt: base.Add(3 * time.Second),
+		Personal: &collection.StatusPersonal{QRStartSecret: "qr-secret"}})
+	erasedLate := late
+	if err := keys.Destroy(ctx(t), "user-u-whose"); err != nil {
+		t.Fatal(err)
+	}
+	if erasedLate.Payload, _, err = eventschema.SealPersonal(ctx(t), keys, "user-u-whose", late.Payload); err != nil {
+		t.Fatal(err)
+	}
+	keys.Forget() // nothing is opened: no key is needed
+	batch := []eventschema.Envelope{sealedStarted, plainData, claimed, erasedLate}
 	handle(t, p, batch)
 	got := list(t, s, "acme", stream, nil, 0)
-	assertRevisions(t, got, 0, 1, 2)
+	assertRevisions(t, got, 0, 1, 2, 3)
 	assertNothingShown(t, got)
-	want := []eventhistory.Row{wantRow(t, log.Registry(), started), wantRow(t, log.Registry(), plainData), wantRow(t, log.Registry(), claimed)}
+	lateWithout := late
+	if lateWithout.Payload, err = eventschema.WithoutPersonal(late.Payload); err != nil {
+		t.Fatal(err)
+	}
+	want := []eventhistory.Row{wantRow(t, log.Registry(), started), wantRow(t, log.Registry(), plainData),
+		wantRow(t, log.Registry(), claimed), wantRow(t, log.Registry(), lateWithout)}
 	want[0].PersonalData, want[0].DataSubject = eventhistory.PersonalSealed, "user-u-whose"
+	want[3].PersonalData = eventhistory.PersonalErased
 	for i := range want {
 		assertRow(t, got[i], want[i])
-	}
-	keys.Forget()
-	if err := p.Handle(ctx(t), batch); !errors.Is(err, eventschema.ErrKeyNotFound) {
-		t.Fatalf("a lost key store: %v", err)
 	}
 }
 
@@ -593,7 +609,11 @@ func testReaderMarksProtectedData(t *testing.T, s eventhistory.Store) {
 	unknownType.Summary, unknownType.PersonalData, unknownType.DataSubject = nil, eventhistory.PersonalSealed, "user-u-marked"
 	lost := row("acme", "collection-lost", 0)
 	lost.PersonalData, lost.DataSubject = eventhistory.PersonalSealed, "user-u-lost"
-	insert(t, s, sealed, plain, none, unknownType, lost)
+	// An event appended after its subject's erasure is erased from the start, whatever the key
+	// store says of anyone.
+	late := row("acme", "collection-late", 0)
+	late.PersonalData = eventhistory.PersonalErased
+	insert(t, s, sealed, plain, none, unknownType, lost, late)
 	reader := eventhistory.NewReader(s, keys)
 	marks := func() []string {
 		t.Helper()
@@ -630,5 +650,13 @@ func testReaderMarksProtectedData(t *testing.T, s eventhistory.Store) {
 	}
 	if _, err := reader.List(ctx(t), "acme", "collection-lost", nil, 0); !errors.Is(err, eventschema.ErrKeyNotFound) {
 		t.Fatalf("a subject the key store does not know: %v", err)
+	}
+	events, err := reader.List(ctx(t), "acme", "collection-late", nil, 0)
+	if err != nil || len(events) != 1 {
+		t.Fatalf("List = %v, %v", events, err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(events[0].Summary, &fields); err != nil || fields[eventschema.ProtectedDataMember] != eventschema.ProtectedDataErased {
+		t.Fatalf("the summary of an event appended after the erasure: %s (%v)", events[0].Summary, err)
 	}
 }
