@@ -102,6 +102,11 @@ func (g *collected) records() int {
 // since a collection that silently lacks a product would claim to be complete.
 func (s *session) collect(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession, checkPerson bool) error {
 	g := &collected{fetched: map[DataProduct]bool{}}
+	// The person check compares with the personal number the collection was loaded with; once
+	// the user is erased there is none, and no data may be read for them.
+	if err := s.refuseErased(ctx); err != nil {
+		return err
+	}
 	if checkPerson {
 		ended, err := s.checkPerson(ctx, c, companyID, cs, g)
 		if ended || err != nil {

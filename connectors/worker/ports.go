@@ -27,6 +27,14 @@ type Catalog interface {
 	Get(companyID string) (company.Company, error)
 }
 
+// Erasures tells whether a data subject was erased: its key destroyed because its user was
+// deleted (keystore.Erasures over the process's key cache satisfies it). A worker drives no
+// collection of an erased subject: it would log in with a personal number it can no longer
+// read, skip the check of who signed, and collect data for a person who asked to be forgotten.
+type Erasures interface {
+	Erased(ctx context.Context, subject string) (bool, error)
+}
+
 // ActiveCollections lists collections that have not reached a final status (the status read
 // model), so that a sweep can re-drive sessions nobody runs any more.
 type ActiveCollections interface {

@@ -47,6 +47,9 @@ type session struct {
 	log       *slog.Logger
 	company   string
 	tenant    string // the collection's client, known from the first load on
+	// subject is the data subject of a collection made for a user (whose erasure ends it), ""
+	// for one of no user; known from the first load on.
+	subject string
 
 	// inherited are the deadlines the collection waited under when this session took it over
 	// (after a restart or from a dead worker): a new login that asks the user for the same
@@ -110,7 +113,16 @@ func (s *session) run(ctx context.Context) error {
 		return nil
 	}
 	s.company, s.tenant = c.Company(), c.ClientID()
+	if c.UserUUID() != "" {
+		s.subject = c.DataSubject()
+	}
 	s.log = s.log.With("company", s.company)
+
+	// A deleted user's collection is ended before anything else, whoever holds its claim: there
+	// is nothing left to log in with.
+	if err := s.refuseErased(ctx); err != nil {
+		return err
+	}
 
 	// A deadline that passed, e.g. while the service was down, fires before anything else, and
 	// whoever sees it first enforces it: ending a collection whose time is up needs no company
@@ -257,6 +269,9 @@ func (s *session) poll(ctx context.Context, c *collection.Collection, companyID 
 		return c, cs, false, errEnded
 	case c.ClaimedBy() != s.w.cfg.WorkerID:
 		return c, cs, false, errDropped
+	}
+	if err := s.refuseErased(ctx); err != nil {
+		return c, cs, false, err
 	}
 	d := c.Deadline()
 	if in := c.SuppliedInput(); in != nil && !in.SuppliedAt.Equal(s.forwarded) && (d == nil || !in.SuppliedAt.After(d.DueAt)) {
@@ -536,11 +551,46 @@ func (s *session) endCompanySession(ctx context.Context, companyID string, cs *C
 
 // mutate is one step, through the repository's one update operation: decide on the collection
 // as stored now and append what it recorded, deciding again after a concurrent write. On top of
-// it come the session's own rules, checked before decide: a final collection is errEnded, and
-// mustOwn refuses to act once another worker has claimed the collection (errDropped), which
-// fences a worker that lost its claim while it was away. A failing event store is tried again a
-// few times with backoff, then reported as a *storeError.
+// it come the session's own rules, checked before decide: a collection whose user was deleted is
+// ended instead (refuseErased) and is errEnded, as is a final collection, and mustOwn refuses to
+// act once another worker has claimed the collection (errDropped), which fences a worker that
+// lost its claim while it was away. A failing event store is tried again a few times with
+// backoff, then reported as a *storeError.
 func (s *session) mutate(ctx context.Context, mustOwn bool, decide func(*collection.Collection) error) (*collection.Collection, error) {
+	if err := s.refuseErased(ctx); err != nil {
+		return nil, err
+	}
+	return s.step(ctx, mustOwn, decide)
+}
+
+// refuseErased ends the collection when its data subject was erased (its user deleted) and
+// returns errEnded then; nil lets the session go on. Once erased, a subject stays erased, and an
+// ended collection is never driven again.
+func (s *session) refuseErased(ctx context.Context) error {
+	if s.subject == "" || s.w.cfg.Erasures == nil {
+		return nil
+	}
+	erased, err := s.w.cfg.Erasures.Erased(ctx, s.subject)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		// Whether to go on cannot be told: the session stops and a later sweep looks again.
+		return &storeError{fmt.Errorf("is the user of collection %s erased: %w", s.id, err)}
+	case !erased:
+		return nil
+	}
+	c, err := s.step(ctx, false, func(c *collection.Collection) error { return c.EndForErasedUser(s.w.now()) })
+	if err != nil {
+		return err // errEnded when it had ended already
+	}
+	s.log.Info("collection ended: its user was deleted")
+	s.ended(c.Status(), 0)
+	return errEnded
+}
+
+// step is mutate without the look at the user's erasure.
+func (s *session) step(ctx context.Context, mustOwn bool, decide func(*collection.Collection) error) (*collection.Collection, error) {
 	var lastErr error
 	for attempt := 1; attempt <= maxStoreAttempts; attempt++ {
 		if attempt > 1 {

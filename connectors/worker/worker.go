@@ -9,6 +9,12 @@
 // they are, without a final status; the same worker id claims them again after a restart and
 // another worker takes them over once the claim has gone stale.
 //
+// A collection whose user was deleted (its data subject erased) is never driven: a session that
+// finds it so, at its start or at any step, ends it FAILED (collection.EndForErasedUser),
+// whichever worker holds its claim. The user's erasure ends the collections the status read
+// model lists; this covers the rest (one it does not list yet, one started while the user was
+// being deleted).
+//
 // The session (session.go) maps the company's login states to collection statuses (the table
 // is in status.go), forwards the input and client responses the command side appends
 // (supplement-info) and reads every data product (collect.go). The user's deadlines are
@@ -56,6 +62,10 @@ type Config struct {
 	Companies Companies
 	// Active, when set, is swept at Run's start and every SweepInterval.
 	Active ActiveCollections
+	// Erasures ends the collections of erased data subjects (deleted users) at the session's
+	// first look and at every step after; nil treats no subject as erased, which only tests
+	// whose collections have no user may want.
+	Erasures Erasures
 	// Metrics records outcomes and active sessions; nil records nothing.
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger

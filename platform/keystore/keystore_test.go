@@ -109,3 +109,26 @@ func TestCacheBound(t *testing.T) {
 		}
 	}
 }
+
+func TestErasures(t *testing.T) {
+	ctx := context.Background()
+	keys := keystore.NewMemory()
+	if _, err := keys.GetOrCreate(ctx, "user-live"); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Destroy(ctx, "user-gone"); err != nil {
+		t.Fatal(err)
+	}
+	e := keystore.Erasures{Keys: keys}
+	for subject, want := range map[string]bool{"user-live": false, "user-gone": true, "user-never": false} {
+		if got, err := e.Erased(ctx, subject); err != nil || got != want {
+			t.Errorf("Erased(%s) = %v, %v; want %v", subject, got, err, want)
+		}
+	}
+	if err := keys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Erased(ctx, "user-live"); !errors.Is(err, keystore.ErrClosed) {
+		t.Errorf("Erased on a closed key store: %v", err)
+	}
+}
