@@ -84,3 +84,22 @@ func TestFieldErrors(t *testing.T) {
 }
 
 func wrap(err error) error { return errors.Join(errors.New("context"), err) }
+
+// TestSameRequest: a stored request hash matches the request's hash in the current scheme or in
+// the one before (stored by an older build); an erased or absent one matches nothing.
+func TestSameRequest(t *testing.T) {
+	for _, tc := range []struct {
+		stored, hash, legacy string
+		same                 bool
+	}{
+		{"h", "h", "", true},
+		{"old", "h", "old", true},
+		{"other", "h", "old", false},
+		{"", "", "", false},
+		{"", "h", "", false},
+	} {
+		if got := domain.SameRequest(tc.stored, tc.hash, tc.legacy); got != tc.same {
+			t.Errorf("SameRequest(%q, %q, %q) = %v", tc.stored, tc.hash, tc.legacy, got)
+		}
+	}
+}

@@ -172,15 +172,18 @@ type dataAudit struct {
 	CollectedAt auditTime      `json:"collectedAt"`
 }
 
+// The counts are the events' public ones, so that they are shown the same after an erasure.
+
 func auditInsurancesCollected(e collection.InsurancesCollected) any {
-	return dataAudit{Counts: map[string]int{"insurances": len(e.Insurances)}, CollectedAt: auditTime(e.CollectedAt)}
+	return dataAudit{Counts: map[string]int{"insurances": e.InsuranceCount}, CollectedAt: auditTime(e.CollectedAt)}
 }
 
 func auditWealthCollected(e collection.WealthCollected) any {
+	c := e.Counts
 	return dataAudit{Counts: map[string]int{
-		"pensions": len(e.Pensions), "investments": len(e.Investments), "loans": len(e.Loans),
-		"savings": len(e.Savings), "psd2CheckingAccounts": len(e.CheckingAccounts),
-		"psd2SavingsAccounts": len(e.SavingsAccounts), "psd2CreditCards": len(e.CreditCards),
+		"pensions": c.Pensions, "investments": c.Investments, "loans": c.Loans,
+		"savings": c.Savings, "psd2CheckingAccounts": c.CheckingAccounts,
+		"psd2SavingsAccounts": c.SavingsAccounts, "psd2CreditCards": c.CreditCards,
 	}, CollectedAt: auditTime(e.CollectedAt)}
 }
 

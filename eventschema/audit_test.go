@@ -23,15 +23,28 @@ var auditSummaries = map[string]string{
 	"collection.document-collected.v1": `{"kind":"FRENCH_CAREER_STATEMENT","contentType":"application/pdf","sizeBytes":8,` +
 		`"at":"2026-01-02T03:04:05.000Z"}`,
 	"collection.document-uploaded.v1": `{"kind":"UPLOADED_PDF","contentType":"application/pdf","sizeBytes":8,"at":"2026-01-02T03:04:05.000Z"}`,
+	"collection.document-collected.v2": `{"kind":"FRENCH_CAREER_STATEMENT","contentType":"application/pdf","sizeBytes":8,` +
+		`"at":"2026-01-02T03:04:05.000Z"}`,
+	"collection.document-uploaded.v2": `{"kind":"UPLOADED_PDF","contentType":"application/pdf","sizeBytes":8,"at":"2026-01-02T03:04:05.000Z"}`,
 	"collection.input-supplied.v1": `{"kind":"COLLECTION_INPUT","inputTypes":["EMAIL","MOBILE_PHONE_NUMBER"],` +
 		`"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
 	"collection.input-supplied.v1.responses": `{"kind":"CLIENT_RESPONSES","responseCount":1,"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
+	"collection.input-supplied.v1.keyed":     `{"kind":"COLLECTION_INPUT","inputTypes":["EMAIL"],"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
+	"collection.input-supplied.v2": `{"kind":"COLLECTION_INPUT","inputTypes":["EMAIL","MOBILE_PHONE_NUMBER"],` +
+		`"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
+	"collection.input-supplied.v2.responses":   `{"kind":"CLIENT_RESPONSES","responseCount":1,"suppliedAt":"2026-01-02T03:04:07.000Z"}`,
+	"collection.insurances-collected.v2":       `{"counts":{"insurances":2},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
+	"collection.insurances-collected.v2.empty": `{"counts":{"insurances":0},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 	"collection.insurances-collected.v1": `{"counts":{"insurances":2},` +
 		`"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 	"collection.started.v1": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
 		`"apiVersion":"2025-01-01","hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`,
 	"collection.started.v2": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
 		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
+	"collection.started.v3": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
+		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
+	"collection.started.v3.pdf-upload": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"PDF_UPLOAD",` +
+		`"apiVersion":"2026-04-01","hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`,
 	"collection.status-changed.v1": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06.000Z"}`,
 	"collection.status-changed.v1.eid-order": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","eidOrderOpened":true,` +
 		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:04:35.500Z"},"changedAt":"2026-01-02T03:04:05.500Z"}`,
@@ -48,10 +61,15 @@ var auditSummaries = map[string]string{
 		`"deadline":{"kind":"EID_ORDER","dueAt":"2026-01-02T03:05:05.000Z"},"changedAt":"2026-01-02T03:04:05.000Z"}`,
 	"externalid.released.v1": `{"releasedAt":"2026-01-03T03:04:05.000Z"}`,
 	"externalid.reserved.v1": `{"reservedAt":"2026-01-02T03:04:05.678Z"}`,
+	"externalid.released.v2": `{"releasedAt":"2026-01-03T03:04:05.000Z"}`,
+	"externalid.reserved.v2": `{"reservedAt":"2026-01-02T03:04:05.678Z"}`,
 	"user.created.v1":        `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
 	"user.created.v1.erased": `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
+	"user.created.v2":        `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
 	"user.deleted.v1":        `{"deletedAt":"2026-01-03T03:04:05.000Z"}`,
 	"collection.wealth-collected.v1": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
+		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
+	"collection.wealth-collected.v2": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
 		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 }
 
@@ -63,8 +81,9 @@ var neverAudited = []string{
 	"10523.75", "1234", "30000", "2100000", "3.42", "Global Index", "SE0000000001", "ISK", "MORTGAGE", "OCCUPATIONAL", // collected values
 	"Open the electronic-ID app", "Scan the QR code", "Enter the e-mail", "Run the requests", // the company's free text
 	"67df3917", "7c40b5c9", "d28db9a7", "device-token", "company.example", "autoStartToken", // EID tokens, secrets, requests
-	"letter.pdf", "releve-de-carriere.pdf", "JVBERi0", // file names and content
-	"5b0a4e5a", "5e884898", "9f2c", // digests, key hashes and request fingerprints
+	"ABC123", "Bolån", "Tolvgatan", "5555 55", "9960-121", // number plates, addresses and numbers in collected values
+	"letter.pdf", "releve-de-carriere.pdf", "hemförsäkring", "JVBERi0", // file names and content
+	"5b0a4e5a", "5e884898", "9f2c", "9f2d", "1a2b", "supply-tolvan", // digests, key hashes, request fingerprints, keys
 	"6f1c2a9e", "0190f4a2", "Acme AB", "embedded", "r1", // the user's id, ids the URL already gives, names, hosts
 }
 
@@ -108,6 +127,13 @@ func TestAuditSummaryOfEveryStoredExample(t *testing.T) {
 			if strings.Contains(string(summary), value) {
 				t.Errorf("%s: summary %s shows %q", name, summary, value)
 			}
+		}
+		// The summary shows nothing of the personal part, so an erasure changes none of it:
+		// the counts of collected records, too, stay as they were.
+		erased, _, err := r.AuditSummary(eventschema.Envelope{EventID: "e", Type: m[1], SchemaVersion: version,
+			Stream: "s", Payload: sealedThenErased(t, raw)})
+		if err != nil || !jsonEqual(t, erased, summary) {
+			t.Errorf("%s: summary after the erasure %s, %v; want %s", name, erased, err, summary)
 		}
 	}
 	for name := range auditSummaries {

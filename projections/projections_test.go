@@ -176,15 +176,16 @@ func buildWorld(log *eventlog.Log, n int) world {
 		reservation := user.ReservationStreamName(key)
 		for i, id := range []string{first, second} {
 			at := t0.Add(time.Duration(i) * time.Hour)
-			log.Append(tenant, reservation, at, user.ExternalIDReserved{ClientID: tenant, UserUUID: id, RequestHash: "h", ReservedAt: at})
-			log.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, RequestHash: "h", CreatedAt: at,
-				Personal: &user.CreatedPerson{ExternalID: "customer-42"}})
+			log.Append(tenant, reservation, at, user.ExternalIDReserved{ClientID: tenant, ReservedAt: at,
+				Personal: &user.ReservedBy{UserUUID: id, RequestHash: "h"}})
+			log.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, CreatedAt: at,
+				Personal: &user.CreatedPerson{ExternalID: "customer-42", RequestHash: "h"}})
 			w.users[id] = users.Row{UserUUID: id, Tenant: tenant, Personal: []byte("sealed"), CreatedAt: at}
 			w.historyLen[user.StreamName(id)], w.tenantOf[user.StreamName(id)] = 1, tenant
 			if i == 0 {
 				deleted := at.Add(time.Minute)
 				log.Append(tenant, user.StreamName(id), deleted, user.Deleted{DeletedAt: deleted})
-				log.Append(tenant, reservation, deleted, user.ExternalIDReleased{UserUUID: id, ReleasedAt: deleted})
+				log.Append(tenant, reservation, deleted, user.ExternalIDReleased{ReleasedAt: deleted, Personal: &user.ReleasedBy{UserUUID: id}})
 				w.users[id] = users.Row{UserUUID: id, Tenant: tenant, CreatedAt: at, DeletedAt: deleted, Revision: 1}
 				w.historyLen[user.StreamName(id)] = 2
 			}
@@ -222,8 +223,9 @@ func buildWorld(log *eventlog.Log, n int) world {
 			// Completed collections collected something, which only the data read model shows.
 			ins := collection.Insurance{ID: "ins-" + id, InsuranceType: "HOME"}
 			log.Append(tenant, stream, at.Add(2500*time.Microsecond), collection.InsurancesCollected{
-				Insurances: []collection.Insurance{ins}, CollectedAt: at.Add(2500 * time.Microsecond),
-				Personal: &collection.InsurancesPersons{HolderNames: map[string]string{ins.ID: "Tolvan " + id}}})
+				InsuranceCount: 1, CollectedAt: at.Add(2500 * time.Microsecond),
+				Personal: &collection.InsuranceRecords{Insurances: []collection.Insurance{ins},
+					HolderNames: map[string]string{ins.ID: "Tolvan " + id}}})
 			data.Content.Insurances = []collection.Insurance{ins}
 			data.Personal.HolderNames = map[string]string{ins.ID: "Tolvan " + id}
 			events++

@@ -60,9 +60,11 @@ type StartCollection struct {
 	PersonalNumber   personnummer.Number
 	AccountOwnerName string // personal data: never logged
 	// RequestHash identifies the request's content, so that a retry with the same key can be told
-	// from a different request reusing the key.
-	RequestHash   string
-	CorrelationID string
+	// from a different request reusing the key. LegacyRequestHash is the same in the scheme
+	// before ("" for none): a collection an older build started is recognised by it.
+	RequestHash       string
+	LegacyRequestHash string
+	CorrelationID     string
 	// RequestID becomes the events' causation id: the HTTP request is the command that caused them.
 	RequestID string
 	// PDF is the document of a PDF_UPLOAD request, nil for other login methods. Its content is
@@ -233,9 +235,12 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 		Status: collection.StatusRunning, CreatedAt: now}, nil
 }
 
-// replay answers a request whose Idempotency-Key already created a collection.
+// replay answers a request whose Idempotency-Key already created a collection. The request it
+// is compared with is known by its fingerprint, kept with the person's data: once that is
+// erased, no request is the one that started the collection, and every retry is a key reused,
+// whatever it holds, so that none tells whether a guessed personal number was the one given.
 func replay(existing *collection.Collection, cmd StartCollection) (Created, error) {
-	if existing.ClientID() != cmd.Tenant || existing.RequestHash() != cmd.RequestHash {
+	if existing.ClientID() != cmd.Tenant || !domain.SameRequest(existing.RequestHash(), cmd.RequestHash, cmd.LegacyRequestHash) {
 		return Created{}, ErrIdempotencyKeyReused
 	}
 	return Created{CollectionID: existing.ID(), Company: existing.Company(), LoginMethod: existing.LoginMethod(),

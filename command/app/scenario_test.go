@@ -30,8 +30,8 @@ func startedWithKey(key string) collection.Started {
 	created := testNow.Truncate(time.Millisecond)
 	return collection.Started{CollectionID: app.CollectionIDForKey("acme", key), ClientID: "acme", Company: "se-demo-insurer",
 		Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK", APIVersion: "2026-04-01",
-		RequestHash: "hash-1", StartedAt: created,
-		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson"}}
+		StartedAt: created,
+		Personal:  &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson", RequestHash: "hash-1"}}
 }
 
 func TestScenarioStart(t *testing.T) {
@@ -91,8 +91,8 @@ func TestScenarioSupplyInfo(t *testing.T) {
 		sc, svc := scenarioService(t)
 		given(sc, collection.StatusContactFormPending).When(supply(svc, "sup-1")).Then(collection.InputSupplied{
 			Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"},
-			SuppliedAt: testNow.Truncate(time.Millisecond), IdempotencyKey: "sup-1", RequestHash: "h1",
-			Personal: &collection.SuppliedValues{Inputs: contactForm()}})
+			SuppliedAt: testNow.Truncate(time.Millisecond),
+			Personal:   &collection.SuppliedValues{Inputs: contactForm(), IdempotencyKey: "sup-1", RequestHash: "h1"}})
 	})
 	t.Run("nothing is taken while collecting", func(t *testing.T) {
 		sc, svc := scenarioService(t)

@@ -27,13 +27,15 @@ type SupplyInfo struct {
 	CollectionID   string
 	IdempotencyKey string // "" when the client sent none
 	// RequestHash identifies the request's content, so that a retry with the same key can be told
-	// from a different request reusing the key.
-	RequestHash   string
-	Kind          collection.InputKind
-	Inputs        []collection.Input          // personal data: never logged
-	Responses     []collection.ClientResponse // personal data: never logged
-	CorrelationID string
-	RequestID     string // becomes the events' causation id
+	// from a different request reusing the key; LegacyRequestHash is the same in the scheme
+	// before ("" for none).
+	RequestHash       string
+	LegacyRequestHash string
+	Kind              collection.InputKind
+	Inputs            []collection.Input          // personal data: never logged
+	Responses         []collection.ClientResponse // personal data: never logged
+	CorrelationID     string
+	RequestID         string // becomes the events' causation id
 }
 
 // Supplied is the outcome of accepted supplement-info.
@@ -56,7 +58,8 @@ func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Sup
 		return Supplied{}, fmt.Errorf("supplement-info of unknown kind %q: %w", cmd.Kind, domain.ErrInvalid)
 	}
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
-	req := collection.InputRequest{IdempotencyKey: cmd.IdempotencyKey, RequestHash: cmd.RequestHash}
+	req := collection.InputRequest{IdempotencyKey: cmd.IdempotencyKey, RequestHash: cmd.RequestHash,
+		LegacyRequestHash: cmd.LegacyRequestHash}
 	var replayed bool
 	userChecked := false
 	_, _, err := s.repo.Update(ctx, cmd.CollectionID, meta, func(c *collection.Collection) error {

@@ -74,7 +74,7 @@ func TestSupplyInfoAcceptsContactForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := agg.SuppliedInput()
-	if s == nil || s.Kind != collection.InputKindCollectionInput || s.IdempotencyKey != "sup-1" || s.RequestHash != "h1" ||
+	if s == nil || s.Kind != collection.InputKindCollectionInput || s.Personal.IdempotencyKey != "sup-1" || s.Personal.RequestHash != "h1" ||
 		len(s.Personal.Inputs) != 2 || s.Personal.Inputs[0].Value != "a@b.se" {
 		t.Fatalf("supplied = %+v", s)
 	}
@@ -84,8 +84,17 @@ func TestSupplyInfoAcceptsContactForm(t *testing.T) {
 		env.CausationID != "req-2" || env.Actor != "client:acme" {
 		t.Fatalf("envelope = %+v", env)
 	}
-	var payload map[string]any
-	if err := json.Unmarshal(env.Payload, &payload); err != nil || payload["idempotencyKey"] != "sup-1" || payload["requestHash"] != "h1" {
+	// The key and the fingerprint identify the request in the personal part only.
+	var payload struct {
+		IdempotencyKey *string `json:"idempotencyKey"`
+		RequestHash    *string `json:"requestHash"`
+		Personal       struct {
+			IdempotencyKey string `json:"idempotencyKey"`
+			RequestHash    string `json:"requestHash"`
+		} `json:"personal"`
+	}
+	if err := json.Unmarshal(env.Payload, &payload); err != nil || payload.Personal.IdempotencyKey != "sup-1" ||
+		payload.Personal.RequestHash != "h1" || payload.IdempotencyKey != nil || payload.RequestHash != nil {
 		t.Fatalf("payload = %s (%v)", env.Payload, err)
 	}
 }
@@ -264,7 +273,7 @@ func TestStartWithPDFRecordsTheDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := agg.Documents()
-	if len(docs) != 1 || docs[0].FileName != "letter.pdf" || docs[0].Personal == nil || !bytes.Equal(docs[0].Personal.Content, content) {
+	if len(docs) != 1 || docs[0].Personal == nil || docs[0].Personal.FileName != "letter.pdf" || !bytes.Equal(docs[0].Personal.Content, content) {
 		t.Fatalf("documents = %+v", docs)
 	}
 	if _, err := uuid.Parse(docs[0].DocumentID); err != nil {

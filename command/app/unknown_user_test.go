@@ -16,8 +16,8 @@ import (
 // client, as the event store says at once; otherwise UNKNOWN_USER, and nothing is recorded.
 func TestScenarioStartForAUser(t *testing.T) {
 	const userID = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
-	acmeUser := user.Created{UserUUID: userID, ClientID: "acme", RequestHash: "h", CreatedAt: testNow,
-		Personal: &user.CreatedPerson{ExternalID: "customer-42"}}
+	acmeUser := user.Created{UserUUID: userID, ClientID: "acme", CreatedAt: testNow,
+		Personal: &user.CreatedPerson{ExternalID: "customer-42", RequestHash: "h"}}
 	globexUser := acmeUser
 	globexUser.ClientID = "globex"
 	cmd := startCmd()

@@ -250,7 +250,7 @@ func (h *handlers) startCollection(c *gin.Context) {
 	if !httpapi.RequireSessionUser(c, in.userUUID) {
 		return
 	}
-	hash, err := h.requestHash(version, in.canonical)
+	hash, err := h.requestHash(c, version, in.canonical)
 	if err != nil {
 		httpapi.AbortInternal(c, err)
 		return
@@ -261,7 +261,8 @@ func (h *handlers) startCollection(c *gin.Context) {
 		Tenant: httpapi.ClientID(c), APIVersion: string(version), IdempotencyKey: key,
 		Company: in.company, LoginMethod: in.loginMethod, UserUUID: in.userUUID,
 		PersonalNumber: in.personalNumber, AccountOwnerName: in.accountOwnerName, PDF: in.pdf,
-		RequestHash: hash, CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx),
+		RequestHash: hash.current, LegacyRequestHash: hash.legacy,
+		CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx),
 	})
 	if err != nil {
 		writeStartError(c, err, in)
@@ -587,18 +588,57 @@ func hasKey[V any](m map[string]V, key string) bool {
 
 // FingerprintScheme prefixes every request fingerprint, so that a stored one says how it was
 // made and a later change of scheme is recognisable.
-const FingerprintScheme = "hmac-sha256:"
+const FingerprintScheme = "hmac-sha256/v2:"
 
-// requestHash is a request's idempotency fingerprint: an HMAC-SHA256, under the server's key, of
-// the version and the decoded request re-encoded, so that whitespace and member order do not
-// matter but every value does. It is keyed because the request's only unknown part may be a
-// personal number or an e-mail address: a plain hash, which is stored with the events, could be
-// reversed by trying every candidate.
-func (h *handlers) requestHash(version httpapi.Version, canonical any) (string, error) {
-	return fingerprint(h.deps.FingerprintKey, version, canonical)
+// legacyFingerprintScheme prefixes the fingerprints of the scheme before FingerprintScheme,
+// which did not bind the client. Older builds stored them; a retry of such a request is
+// recognised by its fingerprint in that scheme, which is computed for the comparison only and
+// never stored.
+const legacyFingerprintScheme = "hmac-sha256:"
+
+// requestFingerprint is a request's idempotency fingerprint in the current scheme, and in the
+// scheme before it (for requests an older build recorded).
+type requestFingerprint struct {
+	current, legacy string
 }
 
-func fingerprint(key []byte, version httpapi.Version, canonical any) (string, error) {
+// requestHash is a request's idempotency fingerprint: an HMAC-SHA256, under the server's key, of
+// the client, the version and the decoded request re-encoded, so that whitespace and member
+// order do not matter but every value does. It is keyed because the request's only unknown part
+// may be a personal number or an e-mail address: a plain hash could be reversed by trying every
+// candidate. It binds the client, so that two clients' requests for one person, or one person's
+// users at two clients, never share a fingerprint. The events keep it sealed with the person's
+// data (it is personal data: whoever may retry could confirm a guess with it), so it is erased
+// with them.
+func (h *handlers) requestHash(c *gin.Context, version httpapi.Version, canonical any) (requestFingerprint, error) {
+	current, err := fingerprint(h.deps.FingerprintKey, httpapi.ClientID(c), version, canonical)
+	if err != nil {
+		return requestFingerprint{}, err
+	}
+	legacy, err := legacyFingerprint(h.deps.FingerprintKey, version, canonical)
+	if err != nil {
+		return requestFingerprint{}, err
+	}
+	return requestFingerprint{current: current, legacy: legacy}, nil
+}
+
+func fingerprint(key []byte, client string, version httpapi.Version, canonical any) (string, error) {
+	body, err := json.Marshal(canonical)
+	if err != nil {
+		return "", fmt.Errorf("request hash: %w", err)
+	}
+	mac := hmac.New(sha256.New, key)
+	// No client id and no version holds a NUL, so the parts cannot run into each other.
+	mac.Write([]byte(client))
+	mac.Write([]byte{0})
+	mac.Write([]byte(version))
+	mac.Write([]byte{0})
+	mac.Write(body)
+	return FingerprintScheme + hex.EncodeToString(mac.Sum(nil)), nil
+}
+
+// legacyFingerprint is fingerprint in the scheme before the client was bound.
+func legacyFingerprint(key []byte, version httpapi.Version, canonical any) (string, error) {
 	body, err := json.Marshal(canonical)
 	if err != nil {
 		return "", fmt.Errorf("request hash: %w", err)
@@ -607,7 +647,7 @@ func fingerprint(key []byte, version httpapi.Version, canonical any) (string, er
 	mac.Write([]byte(version))
 	mac.Write([]byte{0})
 	mac.Write(body)
-	return FingerprintScheme + hex.EncodeToString(mac.Sum(nil)), nil
+	return legacyFingerprintScheme + hex.EncodeToString(mac.Sum(nil)), nil
 }
 
 // writeStartError maps the service's typed errors to the contract's problems. A field error

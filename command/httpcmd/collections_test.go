@@ -418,7 +418,7 @@ func TestRequestFingerprintsAreKeyed(t *testing.T) {
 		e.changeStatus(t, id, collection.StatusContactFormPending, collection.StatusDetails{})
 		accepted(t, e.supplement(t, id, contactBody, "", "sup-7"))
 		if agg, _ = e.repo.Load(context.Background(), id); agg.SuppliedInput() == nil ||
-			!strings.HasPrefix(agg.SuppliedInput().RequestHash, httpcmd.FingerprintScheme) {
+			!strings.HasPrefix(agg.SuppliedInput().Personal.RequestHash, httpcmd.FingerprintScheme) {
 			t.Fatalf("supplement-info fingerprint %+v", agg.SuppliedInput())
 		}
 	}

@@ -112,13 +112,14 @@ func (h *handlers) supplementInfo(c *gin.Context) {
 		return
 	}
 	version := httpapi.ServiceVersion(c)
-	hash, err := h.requestHash(version, canonical)
+	hash, err := h.requestHash(c, version, canonical)
 	if err != nil {
 		httpapi.AbortInternal(c, err)
 		return
 	}
 	ctx := c.Request.Context()
-	cmd.Tenant, cmd.CollectionID, cmd.IdempotencyKey, cmd.RequestHash = httpapi.ClientID(c), id, key, hash
+	cmd.Tenant, cmd.CollectionID, cmd.IdempotencyKey = httpapi.ClientID(c), id, key
+	cmd.RequestHash, cmd.LegacyRequestHash = hash.current, hash.legacy
 	cmd.CorrelationID, cmd.RequestID = httpapi.CorrelationID(ctx), httpapi.RequestID(ctx)
 	out, err := h.deps.Collections.SupplyInfo(ctx, cmd)
 	if err != nil {

@@ -247,14 +247,14 @@ func TestPDFUploadRecordsTheDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := agg.Documents()
-	if len(docs) != 1 || docs[0].FileName != "policy.pdf" || !bytes.Equal(docs[0].Personal.Content, content) || docs[0].Size != len(content) {
+	if len(docs) != 1 || docs[0].Personal.FileName != "policy.pdf" || !bytes.Equal(docs[0].Personal.Content, content) || docs[0].Size != len(content) {
 		t.Fatalf("documents = %+v", docs)
 	}
 	// Without a file name the document still goes through.
 	body = v2Body("se-demo-insurer", "PDF_UPLOAD", `{"type":"PdfDocumentParameter","contentBase64":"`+base64.StdEncoding.EncodeToString(content)+`"}`)
 	id = created(t, e.post(t, req{version: "2026-04-01", body: body}))["collectionId"].(string)
 	agg, _ = e.repo.Load(context.Background(), id)
-	if docs := agg.Documents(); len(docs) != 1 || docs[0].FileName != "" {
+	if docs := agg.Documents(); len(docs) != 1 || docs[0].Personal.FileName != "" {
 		t.Fatalf("documents = %+v", docs)
 	}
 }

@@ -257,7 +257,7 @@ func (s *session) drivePDF(ctx context.Context, c *collection.Collection, compan
 	cs, err := s.w.cfg.Companies.StartLogin(ctx, companyID, LoginRequest{
 		PersonalNumber: c.Person().PersonalNumber, LoginMethod: c.LoginMethod(), Reference: c.ID(),
 		IdempotencyKey: fmt.Sprintf("%s/%d", c.ID(), c.Version()),
-		Document:       &Document{FileName: doc.FileName, ContentType: doc.ContentType, Content: doc.Personal.Content},
+		Document:       &Document{FileName: doc.Personal.FileName, ContentType: doc.ContentType, Content: doc.Personal.Content},
 	})
 	if err != nil {
 		return s.companyFailed(ctx, err)

@@ -178,7 +178,8 @@ func TestPDFUpload(t *testing.T) {
 		id := start(frenchCo, letter(t, pdfletter.SampleOptions{InsuranceType: pdfletter.TypePension}), "Tolvan Tolvansson")
 		path(t, id, S.Collecting, S.Completed)
 		w := e.load(id).Wealth()
-		if len(w) != 1 || len(w[0].Pensions) != 1 || w[0].Pensions[0].OtherInsuredPerson == nil || *w[0].Pensions[0].OtherInsuredPerson {
+		if len(w) != 1 || w[0].Personal == nil || len(w[0].Personal.Pensions) != 1 || w[0].Personal.Pensions[0].OtherInsuredPerson == nil ||
+			*w[0].Personal.Pensions[0].OtherInsuredPerson {
 			t.Fatalf("wealth %+v", w)
 		}
 	})
@@ -211,7 +212,7 @@ func TestWealth(t *testing.T) {
 		}
 		out := map[string]*bool{}
 		for _, wc := range c.Wealth() {
-			for _, p := range wc.Pensions {
+			for _, p := range wc.Personal.Pensions {
 				out[p.ID] = p.OtherInsuredPerson
 			}
 		}
@@ -229,7 +230,7 @@ func TestWealth(t *testing.T) {
 			}
 		}
 		wc := c.Wealth()[0]
-		if len(wc.Investments) != 3 || wc.Personal == nil || wc.Personal.PersonalInformation == nil ||
+		if wc.Personal == nil || len(wc.Personal.Investments) != 3 || wc.Personal.PersonalInformation == nil ||
 			wc.Personal.InsuredPersonNames["P2"] != "TOLVANSSON, TOLVAN" {
 			t.Fatalf("wealth %+v", wc)
 		}
@@ -254,8 +255,8 @@ func TestWealth(t *testing.T) {
 			t.Fatalf("status %s, %d wealth events", c.Status(), len(c.Wealth()))
 		}
 		wc := c.Wealth()[0]
-		if len(wc.CheckingAccounts) != 1 || len(wc.SavingsAccounts) != 2 || len(wc.CreditCards) != 2 ||
-			len(wc.Loans) != 2 || len(wc.Savings) != 2 {
+		if r := wc.Personal; r == nil || len(r.CheckingAccounts) != 1 || len(r.SavingsAccounts) != 2 || len(r.CreditCards) != 2 ||
+			len(r.Loans) != 2 || len(r.Savings) != 2 {
 			t.Fatalf("bank data %+v", wc)
 		}
 		if pi := wc.Personal.PersonalInformation; pi == nil || pi.Email == nil {
@@ -276,14 +277,14 @@ func TestWealth(t *testing.T) {
 			docs[0].Personal == nil || !collection.LooksLikePDF(docs[0].Personal.Content) {
 			t.Fatalf("documents %+v", docs)
 		}
-		if len(c.Wealth()) != 1 || len(c.Wealth()[0].Pensions) != 2 {
+		if len(c.Wealth()) != 1 || c.Wealth()[0].Personal == nil || len(c.Wealth()[0].Personal.Pensions) != 2 {
 			t.Fatalf("wealth %+v", c.Wealth())
 		}
 	})
 	t.Run("a product times out: the rest is recorded, partial", func(t *testing.T) {
 		for _, co := range []string{pensionCo, bankCo, frenchCo} {
 			c := run(co, pnPartial, "")
-			if c.Status() != collection.StatusCompletedPartial || len(c.Wealth()) != 1 || len(c.Wealth()[0].Pensions)+len(c.Wealth()[0].CheckingAccounts) == 0 {
+			if c.Status() != collection.StatusCompletedPartial || len(c.Wealth()) != 1 || c.Wealth()[0].Counts.Pensions+c.Wealth()[0].Counts.CheckingAccounts == 0 {
 				t.Errorf("%s: status %s, wealth %+v", co, c.Status(), c.Wealth())
 			}
 		}

@@ -103,19 +103,19 @@ func TestHappyPathCompletesWithInsurances(t *testing.T) {
 		}
 		if env.Type == collection.EventInsurancesCollected {
 			var p struct {
-				Insurances []map[string]any `json:"insurances"`
-				Personal   struct {
+				Personal struct {
+					Insurances  []map[string]any  `json:"insurances"`
 					HolderNames map[string]string `json:"holderNames"`
 				} `json:"personal"`
 			}
 			if err := json.Unmarshal(env.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Personal.HolderNames) != len(p.Insurances) || p.Personal.HolderNames["sdi-home-121212"] != "Tolvan Tolvansson" {
+			if len(p.Personal.HolderNames) != len(p.Personal.Insurances) || p.Personal.HolderNames[ins["HOME"].ID] != "Tolvan Tolvansson" {
 				t.Errorf("holder names %v", p.Personal.HolderNames)
 			}
-			if strings.Contains(string(mustJSON(t, p.Insurances)), "Tolvan") {
-				t.Errorf("a holder name leaked outside the personal field: %s", env.Payload)
+			if strings.Contains(string(mustJSON(t, p.Personal.Insurances)), "Tolvan") {
+				t.Errorf("a holder name is in an insurance's data: %s", env.Payload)
 			}
 		}
 	}

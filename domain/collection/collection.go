@@ -126,17 +126,18 @@ func (c *Collection) Apply(e domain.Event) error {
 	switch ev := e.(type) {
 	case Started:
 		c.id, c.clientID, c.company, c.product = ev.CollectionID, ev.ClientID, ev.Company, ev.Product
-		c.loginMethod, c.apiVersion, c.userUUID, c.requestHash = ev.LoginMethod, ev.APIVersion, ev.UserUUID, ev.RequestHash
+		c.loginMethod, c.apiVersion, c.userUUID = ev.LoginMethod, ev.APIVersion, ev.UserUUID
 		c.status, c.startedAt, c.updatedAt = StatusRunning, ev.StartedAt, ev.StartedAt
 		if ev.Personal != nil {
-			c.person = *ev.Personal
+			c.person, c.requestHash = *ev.Personal, ev.Personal.RequestHash
+			c.person.RequestHash = ""
 		}
 	case Claimed:
 		c.claimedBy, c.updatedAt = ev.WorkerID, ev.ClaimedAt
 	case StatusChanged:
 		c.status, c.updatedAt, c.current, c.supplied = ev.To, ev.ChangedAt, ev, nil
 	case InsurancesCollected:
-		c.insurances = append(c.insurances, ev.Insurances...)
+		c.insurances = append(c.insurances, ev.Insurances()...)
 		c.updatedAt = ev.CollectedAt
 	case WealthCollected:
 		c.wealth = append(c.wealth, ev)
@@ -144,11 +145,11 @@ func (c *Collection) Apply(e domain.Event) error {
 	case InputSupplied:
 		supplied := ev
 		c.supplied, c.updatedAt = &supplied, ev.SuppliedAt
-		if ev.IdempotencyKey != "" {
+		if p := ev.Personal; p != nil && p.IdempotencyKey != "" {
 			if c.suppliedBy == nil {
 				c.suppliedBy = map[string]string{}
 			}
-			c.suppliedBy[ev.IdempotencyKey] = ev.RequestHash
+			c.suppliedBy[p.IdempotencyKey] = p.RequestHash
 		}
 	case DocumentUploaded:
 		c.documents = append(c.documents, ev.Document)
@@ -211,7 +212,8 @@ func (c *Collection) Start(req StartRequest, now time.Time) error {
 	if !req.Company.Available {
 		return fmt.Errorf("company %s is not available: %w", req.Company.ID, ErrCompanyUnavailable)
 	}
-	person := &StartedPerson{AccountOwnerName: strings.TrimSpace(req.AccountOwnerName), PersonalNumber: req.PersonalNumber.String()}
+	person := &StartedPerson{AccountOwnerName: strings.TrimSpace(req.AccountOwnerName), PersonalNumber: req.PersonalNumber.String(),
+		RequestHash: req.RequestHash}
 	if *person == (StartedPerson{}) {
 		person = nil
 	}
@@ -222,7 +224,7 @@ func (c *Collection) Start(req StartRequest, now time.Time) error {
 	events := []domain.Event{Started{
 		CollectionID: req.CollectionID, ClientID: req.ClientID, Company: req.Company.ID,
 		Product: product, LoginMethod: req.LoginMethod, APIVersion: req.APIVersion,
-		UserUUID: req.UserUUID, RequestHash: req.RequestHash, StartedAt: now.UTC(), Personal: person,
+		UserUUID: req.UserUUID, StartedAt: now.UTC(), Personal: person,
 	}}
 	if req.PDF != nil {
 		// Whether the bytes are a readable letter is the company's verdict (FAILED_PDF_*), not
@@ -321,16 +323,19 @@ func (c *Collection) RecordInsurances(insurances []Insurance, holderNames map[st
 		}
 		seen[ins.ID] = true
 	}
-	var persons *InsurancesPersons
-	if len(holderNames) > 0 {
-		for id := range holderNames {
-			if !seen[id] {
-				return &domain.FieldError{Field: "holderNames", Reason: "must name collected insurances only"}
-			}
+	for id := range holderNames {
+		if !seen[id] {
+			return &domain.FieldError{Field: "holderNames", Reason: "must name collected insurances only"}
 		}
-		persons = &InsurancesPersons{HolderNames: holderNames}
 	}
-	return domain.Record(c, InsurancesCollected{Insurances: insurances, CollectedAt: now.UTC(), Personal: persons})
+	ev := InsurancesCollected{InsuranceCount: len(insurances), CollectedAt: now.UTC()}
+	if len(insurances) > 0 {
+		ev.Personal = &InsuranceRecords{Insurances: insurances}
+		if len(holderNames) > 0 {
+			ev.Personal.HolderNames = holderNames
+		}
+	}
+	return domain.Record(c, ev)
 }
 
 // RecordWealth stores a wealth company's data, deciding otherInsuredPerson for each pension by
@@ -342,10 +347,9 @@ func (c *Collection) RecordWealth(data WealthData, now time.Time) error {
 	if c.product != ProductWealth {
 		return fmt.Errorf("collection %s collects %s, not wealth: %w", c.id, c.product, domain.ErrConflict)
 	}
-	ev := WealthCollected{Investments: data.Investments, Loans: data.Loans, Savings: data.Savings,
+	records := &WealthRecords{Investments: data.Investments, Loans: data.Loans, Savings: data.Savings,
 		CheckingAccounts: data.CheckingAccounts, SavingsAccounts: data.SavingsAccounts,
-		CreditCards: data.CreditCards, CollectedAt: now.UTC()}
-	persons := &WealthPersons{PersonalInformation: data.PersonalInformation}
+		CreditCards: data.CreditCards, PersonalInformation: data.PersonalInformation}
 	ids := map[string]bool{}
 	for i, p := range data.Pensions {
 		if p.ID == "" || ids[p.ID] {
@@ -354,16 +358,17 @@ func (c *Collection) RecordWealth(data WealthData, now time.Time) error {
 		ids[p.ID] = true
 		pension := p.Pension
 		pension.OtherInsuredPerson = namematch.OtherInsuredPerson(p.CompanyOtherInsuredPerson, p.InsuredPersonName, c.person.AccountOwnerName)
-		ev.Pensions = append(ev.Pensions, pension)
+		records.Pensions = append(records.Pensions, pension)
 		if p.InsuredPersonName != "" {
-			if persons.InsuredPersonNames == nil {
-				persons.InsuredPersonNames = map[string]string{}
+			if records.InsuredPersonNames == nil {
+				records.InsuredPersonNames = map[string]string{}
 			}
-			persons.InsuredPersonNames[p.ID] = p.InsuredPersonName
+			records.InsuredPersonNames[p.ID] = p.InsuredPersonName
 		}
 	}
-	if persons.PersonalInformation != nil || persons.InsuredPersonNames != nil {
-		ev.Personal = persons
+	ev := WealthCollected{Counts: records.counts(), CollectedAt: now.UTC()}
+	if !records.isZero() {
+		ev.Personal = records
 	}
 	return domain.Record(c, ev)
 }

@@ -22,8 +22,8 @@ var insurer = collection.Company{ID: "se-demo-insurer", Products: []collection.P
 func started() collection.Started {
 	return collection.Started{CollectionID: "c1", ClientID: "acme", Company: "se-demo-insurer",
 		Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",
-		APIVersion: "2026-04-01", RequestHash: "h", StartedAt: t0,
-		Personal: &collection.StartedPerson{PersonalNumber: "199001010017"}}
+		APIVersion: "2026-04-01", StartedAt: t0,
+		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", RequestHash: "h"}}
 }
 
 // personalNumber parses a test persona's number, which is valid.
@@ -86,10 +86,13 @@ func TestStart(t *testing.T) {
 			return c.Start(r, t0)
 		}).ThenFieldError(collection.FieldLoginMethod)
 	})
-	t.Run("a collection without a person starts without personal data", func(t *testing.T) {
+	t.Run("a collection without a person keeps only its request's fingerprint personal", func(t *testing.T) {
 		r := req
 		r.PersonalNumber = personnummer.Number{}
 		want := started()
+		want.Personal = &collection.StartedPerson{RequestHash: "h"}
+		scenario(t).When(func(c *collection.Collection) error { return c.Start(r, t0) }).Then(want)
+		r.RequestHash = ""
 		want.Personal = nil
 		scenario(t).When(func(c *collection.Collection) error { return c.Start(r, t0) }).Then(want)
 	})
@@ -221,8 +224,8 @@ func TestRecordInsurances(t *testing.T) {
 	t.Run("insurances are recorded while collecting, names apart", func(t *testing.T) {
 		scenario(t).Given(collecting...).When(func(c *collection.Collection) error {
 			return c.RecordInsurances([]collection.Insurance{home}, map[string]string{"i1": "Tolvan"}, t0)
-		}).Then(collection.InsurancesCollected{Insurances: []collection.Insurance{home}, CollectedAt: t0,
-			Personal: &collection.InsurancesPersons{HolderNames: map[string]string{"i1": "Tolvan"}}})
+		}).Then(collection.InsurancesCollected{InsuranceCount: 1, CollectedAt: t0,
+			Personal: &collection.InsuranceRecords{Insurances: []collection.Insurance{home}, HolderNames: map[string]string{"i1": "Tolvan"}}})
 	})
 	t.Run("not before collecting", func(t *testing.T) {
 		scenario(t).Given(started()).When(func(c *collection.Collection) error {
@@ -249,5 +252,21 @@ func TestDataSubject(t *testing.T) {
 	}
 	if withUser.DataSubject() != "user-u1" || withoutUser.DataSubject() != "collection-c2" {
 		t.Fatalf("subjects %q, %q", withUser.DataSubject(), withoutUser.DataSubject())
+	}
+}
+
+// TestStartedAfterErasure: the request hash is personal data of the started event; an event
+// whose personal part was erased folds into a collection without person and without request
+// hash, so that no retry is recognised as the request that started it.
+func TestStartedAfterErasure(t *testing.T) {
+	c := rehydrate(t, started())
+	if c.RequestHash() != "h" || c.Person() != (collection.StartedPerson{PersonalNumber: "199001010017"}) {
+		t.Fatalf("started: hash %q person %+v", c.RequestHash(), c.Person())
+	}
+	erased := started()
+	erased.Personal = nil
+	c = rehydrate(t, erased)
+	if c.RequestHash() != "" || c.Person() != (collection.StartedPerson{}) || !c.Exists() {
+		t.Fatalf("erased: hash %q person %+v", c.RequestHash(), c.Person())
 	}
 }

@@ -15,8 +15,8 @@ const MaxPDFBytes = 10 << 20
 // NewDocument describes content of a kind, computing its size and digest.
 func NewDocument(id, kind, contentType, fileName string, content []byte) Document {
 	sum := sha256.Sum256(content)
-	return Document{DocumentID: id, Kind: kind, ContentType: contentType, FileName: fileName,
-		Size: len(content), SHA256: hex.EncodeToString(sum[:]), Personal: &DocumentContent{Content: content}}
+	return Document{DocumentID: id, Kind: kind, ContentType: contentType, Size: len(content),
+		Personal: &DocumentContent{FileName: fileName, SHA256: hex.EncodeToString(sum[:]), Content: content}}
 }
 
 // validate checks the document's description against its content; field names the document in
@@ -32,7 +32,7 @@ func (d Document) validate(field string) error {
 		return invalid(fmt.Sprintf("must have at most %d bytes", MaxPDFBytes))
 	}
 	sum := sha256.Sum256(d.Personal.Content)
-	if d.Size != len(d.Personal.Content) || d.SHA256 != hex.EncodeToString(sum[:]) {
+	if d.Size != len(d.Personal.Content) || d.Personal.SHA256 != hex.EncodeToString(sum[:]) {
 		return invalid("must have the size and digest of its content")
 	}
 	return nil

@@ -25,15 +25,21 @@ type Started struct {
 	LoginMethod  string         `json:"loginMethod"`
 	APIVersion   string         `json:"apiVersion"`
 	UserUUID     string         `json:"userUuid,omitempty"`
-	RequestHash  string         `json:"requestHash"`
 	StartedAt    time.Time      `json:"startedAt"`
 	Personal     *StartedPerson `json:"personal,omitempty"`
 }
 
-// StartedPerson is the personal data given when the collection started.
+// StartedPerson is the personal data given when the collection started, and the fingerprint of
+// the request that gave it.
 type StartedPerson struct {
 	PersonalNumber   string `json:"personalNumber,omitempty"`
 	AccountOwnerName string `json:"accountOwnerName,omitempty"`
+	// RequestHash identifies the request that started the collection, so that a retry with the
+	// same Idempotency-Key can be told from a different request reusing the key. It is personal
+	// data although it is a keyed hash: the request's only unknown part may be the personal
+	// number, which the hash confirms to whoever can ask whether a guess replays (schema v3).
+	// Once erased, no retry is recognised (RequestHash is "").
+	RequestHash string `json:"requestHash,omitempty"`
 }
 
 // Claimed records that a connector worker took the collection's company session.
@@ -91,11 +97,22 @@ type CurrentStatus struct {
 	Instructions []Instruction
 }
 
-// InsurancesCollected records the insurances a company returned.
+// InsurancesCollected records the insurances a company returned. The insurances themselves are
+// personal data (schema v2): their numbers, display names ("Bilförsäkring ABC123" holds a
+// number plate) and premiums describe one person, so they sit in Personal with the holders'
+// names, and only how many there were is public.
 type InsurancesCollected struct {
-	Insurances  []Insurance        `json:"insurances"`
-	CollectedAt time.Time          `json:"collectedAt"`
-	Personal    *InsurancesPersons `json:"personal,omitempty"`
+	InsuranceCount int               `json:"insuranceCount"`
+	CollectedAt    time.Time         `json:"collectedAt"`
+	Personal       *InsuranceRecords `json:"personal,omitempty"`
+}
+
+// Insurances is what the event recorded, nil once its personal part was erased.
+func (e InsurancesCollected) Insurances() []Insurance {
+	if e.Personal == nil {
+		return nil
+	}
+	return e.Personal.Insurances
 }
 
 // Insurance is one insurance as the company reported it. Pointers are unknown when nil, and so is
@@ -112,8 +129,10 @@ type Insurance struct {
 	StartDate        *string  `json:"startDate,omitempty"`
 }
 
-// InsurancesPersons holds the holders' names by insurance id.
-type InsurancesPersons struct {
+// InsuranceRecords is the personal part of InsurancesCollected: the insurances, and their
+// holders' names by insurance id.
+type InsuranceRecords struct {
+	Insurances  []Insurance       `json:"insurances"`
 	HolderNames map[string]string `json:"holderNames,omitempty"`
 }
 

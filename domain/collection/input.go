@@ -61,22 +61,25 @@ const (
 
 // InputSupplied records accepted supplement-info. The values are personal data.
 type InputSupplied struct {
-	Kind       InputKind `json:"kind"`
-	InputTypes []string  `json:"inputTypes,omitempty"`
-	RequestIDs []string  `json:"requestIds,omitempty"`
-	SuppliedAt time.Time `json:"suppliedAt"`
-	// IdempotencyKey and RequestHash identify the request that supplied the input, when it came
-	// with an Idempotency-Key, so that a retry of it is answered as the first request was. Both
-	// are optional: events written before they existed, and requests without a key, lack them.
-	IdempotencyKey string          `json:"idempotencyKey,omitempty"`
-	RequestHash    string          `json:"requestHash,omitempty"`
-	Personal       *SuppliedValues `json:"personal,omitempty"`
+	Kind       InputKind       `json:"kind"`
+	InputTypes []string        `json:"inputTypes,omitempty"`
+	RequestIDs []string        `json:"requestIds,omitempty"`
+	SuppliedAt time.Time       `json:"suppliedAt"`
+	Personal   *SuppliedValues `json:"personal,omitempty"`
 }
 
-// SuppliedValues are the values themselves.
+// SuppliedValues are the values themselves, and the request that supplied them.
 type SuppliedValues struct {
 	Inputs    []Input          `json:"inputs,omitempty"`
 	Responses []ClientResponse `json:"responses,omitempty"`
+	// IdempotencyKey and RequestHash identify the request that supplied the input, when it came
+	// with an Idempotency-Key, so that a retry of it is answered as the first request was. Both
+	// are optional: events written before they existed, and requests without a key, lack them.
+	// They are personal data (schema v2): the key is the client's own and may name the person,
+	// and the hash confirms a guessed e-mail address or phone number to whoever can retry with
+	// it. Once erased, no retry of the input is recognised.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	RequestHash    string `json:"requestHash,omitempty"`
 }
 
 // ErrNotAwaitingInput refuses supplement-info when the collection's status does not take it.
@@ -242,10 +245,12 @@ func (c *Collection) decideClientResponses(responses []ClientResponse, now time.
 var ErrInputKeyReused = fmt.Errorf("idempotency key was used for other input: %w", domain.ErrRefused)
 
 // InputRequest identifies one supplement-info request: its Idempotency-Key ("" when it has none)
-// and a hash of its content.
+// and a hash of its content. LegacyRequestHash is the hash of the same content in the scheme
+// before the current one ("" for none): input recorded by an older build matches it.
 type InputRequest struct {
-	IdempotencyKey string
-	RequestHash    string
+	IdempotencyKey    string
+	RequestHash       string
+	LegacyRequestHash string
 }
 
 // retryOf tells how req relates to the input the collection took earlier: a retry of a request
@@ -256,7 +261,7 @@ func (c *Collection) retryOf(req InputRequest) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	if hash != req.RequestHash {
+	if !domain.SameRequest(hash, req.RequestHash, req.LegacyRequestHash) {
 		return false, fmt.Errorf("collection %s: %w", c.id, ErrInputKeyReused)
 	}
 	return true, nil
@@ -287,6 +292,6 @@ func (c *Collection) supply(req InputRequest, decide func() (InputSupplied, erro
 	if err != nil {
 		return err
 	}
-	ev.IdempotencyKey, ev.RequestHash = req.IdempotencyKey, req.RequestHash
+	ev.Personal.IdempotencyKey, ev.Personal.RequestHash = req.IdempotencyKey, req.RequestHash
 	return domain.Record(c, ev)
 }

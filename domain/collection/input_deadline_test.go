@@ -74,8 +74,8 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 	t.Run("identified requests", func(t *testing.T) {
 		first := collection.InputRequest{IdempotencyKey: "k1", RequestHash: "h1"}
 		supplied := collection.InputSupplied{Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL"},
-			SuppliedAt: justBefore, IdempotencyKey: "k1", RequestHash: "h1",
-			Personal: &collection.SuppliedValues{Inputs: []collection.Input{email}}}
+			SuppliedAt: justBefore,
+			Personal:   &collection.SuppliedValues{Inputs: []collection.Input{email}, IdempotencyKey: "k1", RequestHash: "h1"}}
 		supplyFor := func(req collection.InputRequest, at time.Time) func(c *collection.Collection) error {
 			return func(c *collection.Collection) error {
 				return c.SupplyInputFor(req, []collection.Input{email}, at)
@@ -87,8 +87,8 @@ func TestSupplyRefusedOnceTheDeadlinePassed(t *testing.T) {
 		scenario(t).Given(append(inputPending, supplied)...).When(supplyFor(first, due.Add(time.Second))).Then()
 
 		responded := collection.InputSupplied{Kind: collection.InputKindClientResponses, RequestIDs: []string{"r1"},
-			SuppliedAt: justBefore, IdempotencyKey: "k1", RequestHash: "h1",
-			Personal: &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}}}
+			SuppliedAt: justBefore,
+			Personal:   &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}, IdempotencyKey: "k1", RequestHash: "h1"}}
 		respondFor := func(req collection.InputRequest, at time.Time) func(c *collection.Collection) error {
 			return func(c *collection.Collection) error {
 				return c.SupplyClientResponsesFor(req, []collection.ClientResponse{ok}, at)

@@ -144,8 +144,8 @@ func TestSupplyInputIdempotency(t *testing.T) {
 	phone := collection.Input{Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}
 	first := collection.InputRequest{IdempotencyKey: "k1", RequestHash: "h1"}
 	supplied := collection.InputSupplied{Kind: collection.InputKindCollectionInput,
-		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0, IdempotencyKey: "k1", RequestHash: "h1",
-		Personal: &collection.SuppliedValues{Inputs: []collection.Input{email, phone}}}
+		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0,
+		Personal: &collection.SuppliedValues{Inputs: []collection.Input{email, phone}, IdempotencyKey: "k1", RequestHash: "h1"}}
 	supply := func(req collection.InputRequest) func(c *collection.Collection) error {
 		return func(c *collection.Collection) error {
 			return c.SupplyInputFor(req, []collection.Input{email, phone}, t0)
@@ -184,8 +184,8 @@ func TestSupplyInputIdempotency(t *testing.T) {
 			}
 		}
 		responded := collection.InputSupplied{Kind: collection.InputKindClientResponses, RequestIDs: []string{"r1"},
-			SuppliedAt: t0, IdempotencyKey: "k1", RequestHash: "h1",
-			Personal: &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}}}
+			SuppliedAt: t0,
+			Personal:   &collection.SuppliedValues{Responses: []collection.ClientResponse{ok}, IdempotencyKey: "k1", RequestHash: "h1"}}
 		scenario(t).Given(withInstructions...).When(respond(first)).Then(responded)
 		scenario(t).Given(append(withInstructions, responded)...).When(respond(first)).Then()
 		scenario(t).Given(append(withInstructions, responded)...).
@@ -204,6 +204,32 @@ func TestSupplyInputIdempotency(t *testing.T) {
 			When(supply(collection.InputRequest{IdempotencyKey: "k2", RequestHash: "h1"})).ThenError(collection.ErrNotAwaitingInput)
 		scenario(t).Given(history...).When(supply(collection.InputRequest{})).ThenError(collection.ErrNotAwaitingInput)
 	})
+}
+
+// TestSupplyInputAfterErasure: the request that supplied input is identified in the event's
+// personal part. Once that is erased, a retry with the same key is not recognised: it is new
+// input, which the collection takes or refuses as it would any, whatever the request holds, so
+// that no answer tells whether a guessed e-mail address or phone number was the one supplied.
+func TestSupplyInputAfterErasure(t *testing.T) {
+	email := collection.Input{Type: "EMAIL", Value: "tolvan@example.se"}
+	erased := collection.InputSupplied{Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL"}, SuppliedAt: t0}
+	history := append(pending(collection.StatusContactFormPending, collection.StatusDetails{}), erased)
+	for _, req := range []collection.InputRequest{{IdempotencyKey: "k1", RequestHash: "h1"}, {IdempotencyKey: "k1", RequestHash: "h2"}} {
+		scenario(t).Given(history...).When(func(c *collection.Collection) error {
+			return c.SupplyInputFor(req, []collection.Input{email}, t0)
+		}).ThenError(collection.ErrNotAwaitingInput)
+	}
+}
+
+// TestInputOfAnOlderBuildIsRecognised: input recorded with the request's fingerprint in the
+// scheme before the current one is recognised by its legacy fingerprint.
+func TestInputOfAnOlderBuildIsRecognised(t *testing.T) {
+	legacy := collection.InputRequest{IdempotencyKey: "k1", RequestHash: "new", LegacyRequestHash: "h1"}
+	email := collection.Input{Type: "EMAIL", Value: "tolvan@example.se"}
+	stored := collection.InputSupplied{Kind: collection.InputKindCollectionInput, InputTypes: []string{"EMAIL"}, SuppliedAt: t0,
+		Personal: &collection.SuppliedValues{Inputs: []collection.Input{email}, IdempotencyKey: "k1", RequestHash: "h1"}}
+	scenario(t).Given(append(pending(collection.StatusContactFormPending, collection.StatusDetails{}), stored)...).
+		When(func(c *collection.Collection) error { return c.SupplyInputFor(legacy, []collection.Input{email}, t0) }).Then()
 }
 
 func TestRequiredInputs(t *testing.T) {

@@ -97,23 +97,53 @@ type Address struct {
 	Country    *string `json:"country,omitempty"`
 }
 
-// WealthCollected records the wealth data a company returned.
+// WealthCollected records the wealth data a company returned. Every record is personal data
+// (schema v2): account numbers, IBANs, masked card numbers, policy numbers, balances and the
+// names a person gives a product ("Bolån Tolvgatan 12" is an address) describe one person, so
+// they sit in Personal with the personal information and the insured persons' names, and only
+// how many records of each kind there were is public.
 type WealthCollected struct {
-	Pensions         []Pension        `json:"pensions,omitempty"`
-	Investments      []Investment     `json:"investments,omitempty"`
-	Loans            []Loan           `json:"loans,omitempty"`
-	Savings          []Saving         `json:"savings,omitempty"`
-	CheckingAccounts []PSD2Account    `json:"psd2CheckingAccounts,omitempty"`
-	SavingsAccounts  []PSD2Account    `json:"psd2SavingsAccounts,omitempty"`
-	CreditCards      []PSD2CreditCard `json:"psd2CreditCards,omitempty"`
-	CollectedAt      time.Time        `json:"collectedAt"`
-	Personal         *WealthPersons   `json:"personal,omitempty"`
+	Counts      WealthCounts   `json:"counts"`
+	CollectedAt time.Time      `json:"collectedAt"`
+	Personal    *WealthRecords `json:"personal,omitempty"`
 }
 
-// WealthPersons is the personal part of wealth data.
-type WealthPersons struct {
+// WealthCounts is how many records of each kind a WealthCollected holds, under the data
+// endpoints' list names: what the audit history shows, also after an erasure.
+type WealthCounts struct {
+	Pensions         int `json:"pensions"`
+	Investments      int `json:"investments"`
+	Loans            int `json:"loans"`
+	Savings          int `json:"savings"`
+	CheckingAccounts int `json:"psd2CheckingAccounts"`
+	SavingsAccounts  int `json:"psd2SavingsAccounts"`
+	CreditCards      int `json:"psd2CreditCards"`
+}
+
+// WealthRecords is the personal part of WealthCollected: the records, what the company knows of
+// the person, and the insured persons' names by pension id.
+type WealthRecords struct {
+	Pensions            []Pension            `json:"pensions,omitempty"`
+	Investments         []Investment         `json:"investments,omitempty"`
+	Loans               []Loan               `json:"loans,omitempty"`
+	Savings             []Saving             `json:"savings,omitempty"`
+	CheckingAccounts    []PSD2Account        `json:"psd2CheckingAccounts,omitempty"`
+	SavingsAccounts     []PSD2Account        `json:"psd2SavingsAccounts,omitempty"`
+	CreditCards         []PSD2CreditCard     `json:"psd2CreditCards,omitempty"`
 	PersonalInformation *PersonalInformation `json:"personalInformation,omitempty"`
 	InsuredPersonNames  map[string]string    `json:"insuredPersonNames,omitempty"`
+}
+
+// counts is how many records of each kind r holds.
+func (r *WealthRecords) counts() WealthCounts {
+	return WealthCounts{Pensions: len(r.Pensions), Investments: len(r.Investments), Loans: len(r.Loans),
+		Savings: len(r.Savings), CheckingAccounts: len(r.CheckingAccounts), SavingsAccounts: len(r.SavingsAccounts),
+		CreditCards: len(r.CreditCards)}
+}
+
+// isZero reports whether r records nothing at all.
+func (r *WealthRecords) isZero() bool {
+	return r.counts() == WealthCounts{} && r.PersonalInformation == nil && len(r.InsuredPersonNames) == 0
 }
 
 // WealthData is what a connector read from a company, before the domain's rules ran on it.
@@ -142,21 +172,24 @@ const (
 	DocumentFrenchCareerStatement = "FRENCH_CAREER_STATEMENT"
 )
 
-// Document describes a file kept with a collection. The content is personal data.
+// Document describes a file kept with a collection. Its file name (which may name the person)
+// and digest (which confirms a guessed file) are personal data with the content (schema v2);
+// its kind, type, size and time are public.
 type Document struct {
 	DocumentID  string           `json:"documentId"`
 	Kind        string           `json:"kind"`
 	ContentType string           `json:"contentType"`
-	FileName    string           `json:"fileName,omitempty"`
 	Size        int              `json:"size"`
-	SHA256      string           `json:"sha256"`
 	At          time.Time        `json:"at"`
 	Personal    *DocumentContent `json:"personal,omitempty"`
 }
 
-// DocumentContent is the file, base64 in JSON.
+// DocumentContent is the personal part of a Document: the file (base64 in JSON), its name, ""
+// when it has none, and its SHA-256 in hex.
 type DocumentContent struct {
-	Content []byte `json:"content"`
+	FileName string `json:"fileName,omitempty"`
+	SHA256   string `json:"sha256"`
+	Content  []byte `json:"content"`
 }
 
 // DocumentUploaded records a PDF the client uploaded with PDF_UPLOAD.

@@ -24,15 +24,16 @@ func TestRecordWealthDecidesOtherInsuredPerson(t *testing.T) {
 	names := map[string]string{"P1": "Tolvan Tolvansson", "P4": "Tolvan Tolvanson", "P6": "Tolvan Tolvansson"}
 	t.Run("with the account owner's name", func(t *testing.T) {
 		scenario(t).Given(wealthStarted("Tolvan Tolvansson"), changed(collection.StatusRunning, collection.StatusCollecting)).
-			When(record).Then(collection.WealthCollected{Pensions: []collection.Pension{
-			{ID: "P1", OtherInsuredPerson: &no}, {ID: "P4", OtherInsuredPerson: &yes}, {ID: "P6", OtherInsuredPerson: &yes}},
-			CollectedAt: t0, Personal: &collection.WealthPersons{InsuredPersonNames: names}})
+			When(record).Then(collection.WealthCollected{Counts: collection.WealthCounts{Pensions: 3}, CollectedAt: t0,
+			Personal: &collection.WealthRecords{Pensions: []collection.Pension{
+				{ID: "P1", OtherInsuredPerson: &no}, {ID: "P4", OtherInsuredPerson: &yes}, {ID: "P6", OtherInsuredPerson: &yes}},
+				InsuredPersonNames: names}})
 	})
 	t.Run("without it only the company's conclusion stays", func(t *testing.T) {
 		scenario(t).Given(wealthStarted(""), changed(collection.StatusRunning, collection.StatusCollecting)).
-			When(record).Then(collection.WealthCollected{Pensions: []collection.Pension{
-			{ID: "P1"}, {ID: "P4"}, {ID: "P6", OtherInsuredPerson: &yes}},
-			CollectedAt: t0, Personal: &collection.WealthPersons{InsuredPersonNames: names}})
+			When(record).Then(collection.WealthCollected{Counts: collection.WealthCounts{Pensions: 3}, CollectedAt: t0,
+			Personal: &collection.WealthRecords{Pensions: []collection.Pension{{ID: "P1"}, {ID: "P4"}, {ID: "P6", OtherInsuredPerson: &yes}},
+				InsuredPersonNames: names}})
 	})
 	t.Run("not for an insurance collection", func(t *testing.T) {
 		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusCollecting)).
@@ -51,7 +52,8 @@ func TestDocuments(t *testing.T) {
 			t.Fatalf("%v %v", events, err)
 		}
 		up, ok := events[1].(collection.DocumentUploaded)
-		if !ok || up.Size != len(pdf) || len(up.SHA256) != 64 || string(up.Personal.Content) != string(pdf) {
+		if !ok || up.Size != len(pdf) || len(up.Personal.SHA256) != 64 || up.Personal.FileName != "l.pdf" ||
+			string(up.Personal.Content) != string(pdf) {
 			t.Fatalf("%#v", events[1])
 		}
 	})
@@ -66,8 +68,32 @@ func TestDocuments(t *testing.T) {
 		scenario(t).Given(started()).When(func(c *collection.Collection) error {
 			return c.RecordDocument(doc, t0)
 		}).ThenError(domain.ErrConflict)
-		doc.SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"
+		doc.Personal.SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"
 		scenario(t).Given(started(), changed(collection.StatusRunning, collection.StatusCollecting)).
 			When(func(c *collection.Collection) error { return c.RecordDocument(doc, t0) }).ThenError(domain.ErrInvalid)
 	})
+}
+
+// TestRecordWealthKeepsRecordsPersonal: every record is personal data, only the counts are
+// public; an event whose personal part was erased still folds, with no records.
+func TestRecordWealthKeepsRecordsPersonal(t *testing.T) {
+	name := "Bolån Tolvgatan 12"
+	data := collection.WealthData{Loans: []collection.Loan{{ID: "L1", Name: &name}},
+		CheckingAccounts: []collection.PSD2Account{{ID: "A1"}, {ID: "A2"}}}
+	wealthStarted := started()
+	wealthStarted.Company, wealthStarted.Product = "se-demo-bank", collection.ProductWealth
+	collecting := []domain.Event{wealthStarted, changed(collection.StatusRunning, collection.StatusCollecting)}
+	want := collection.WealthCollected{Counts: collection.WealthCounts{Loans: 1, CheckingAccounts: 2}, CollectedAt: t0,
+		Personal: &collection.WealthRecords{Loans: data.Loans, CheckingAccounts: data.CheckingAccounts}}
+	scenario(t).Given(collecting...).When(func(c *collection.Collection) error { return c.RecordWealth(data, t0) }).Then(want)
+
+	nothing := collection.WealthCollected{CollectedAt: t0}
+	scenario(t).Given(collecting...).
+		When(func(c *collection.Collection) error { return c.RecordWealth(collection.WealthData{}, t0) }).Then(nothing)
+
+	erased := want
+	erased.Personal = nil
+	if c := rehydrate(t, append(collecting, erased)...); len(c.Wealth()) != 1 || c.Wealth()[0].Personal != nil {
+		t.Fatalf("erased wealth folds into %+v", c.Wealth())
+	}
 }

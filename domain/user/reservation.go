@@ -50,19 +50,36 @@ func ExternalIDKey(secret []byte, clientID, externalID string) string {
 
 // ExternalIDReserved records that a user claimed the client's externalId. It carries what it
 // takes to finish creating that user should its creator stop between the reservation and the
-// user's own first event (see the application service), and no personal data.
+// user's own first event (see the application service). Who the holder is, is personal data
+// (schema v2): the reservation's stream is named by the keyed hash of the externalId, so the
+// holders beside it would link every user who ever had that externalId, an erased one to the
+// next. The holder sits in Personal, sealed under the holder's own data subject; once the holder
+// is erased, what is left says only that some user of the client once held the externalId,
+// which a uniqueness claim kept in events cannot help saying.
 type ExternalIDReserved struct {
-	ClientID    string    `json:"clientId"`
-	UserUUID    string    `json:"userUuid"`
-	RequestHash string    `json:"requestHash"`
-	ReservedAt  time.Time `json:"reservedAt"`
+	ClientID   string      `json:"clientId"`
+	ReservedAt time.Time   `json:"reservedAt"`
+	Personal   *ReservedBy `json:"personal,omitempty"`
+}
+
+// ReservedBy is the personal part of ExternalIDReserved: the holder, and the fingerprint of the
+// request that created it (which would confirm a guessed externalId).
+type ReservedBy struct {
+	UserUUID    string `json:"userUuid"`
+	RequestHash string `json:"requestHash,omitempty"`
 }
 
 // ExternalIDReleased records that the user who held the externalId gave it up (it was deleted),
-// so that another user may take it.
+// so that another user may take it. The user is personal data, as in ExternalIDReserved; a
+// release of a holder erased already has none.
 type ExternalIDReleased struct {
-	UserUUID   string    `json:"userUuid"`
-	ReleasedAt time.Time `json:"releasedAt"`
+	ReleasedAt time.Time   `json:"releasedAt"`
+	Personal   *ReleasedBy `json:"personal,omitempty"`
+}
+
+// ReleasedBy is the personal part of ExternalIDReleased.
+type ReleasedBy struct {
+	UserUUID string `json:"userUuid"`
 }
 
 func (ExternalIDReserved) EventType() string { return EventExternalIDReserved }
@@ -72,7 +89,8 @@ func (ExternalIDReleased) EventType() string { return EventExternalIDReleased }
 // USER_EXISTS).
 var ErrExternalIDTaken = fmt.Errorf("externalId is taken by another user: %w", domain.ErrConflict)
 
-// Holder is the user that holds a reservation, as its reservation recorded it.
+// Holder is the user that holds a reservation, as its reservation recorded it. UserUUID and
+// RequestHash are "" when the holder's personal data was erased (Erased).
 type Holder struct {
 	UserUUID    string
 	ClientID    string
@@ -80,11 +98,18 @@ type Holder struct {
 	ReservedAt  time.Time
 }
 
+// Erased tells whether who the holder is was erased with its personal data: the holder was
+// deleted, and its release did not happen before (ReleaseErased).
+func (h Holder) Erased() bool { return h.UserUUID == "" }
+
 // TakenError is ErrExternalIDTaken with the user that holds the externalId, so that the caller can
 // check that the holder is what the reservation says (a live user with this externalId).
 type TakenError struct{ Holder Holder }
 
 func (e *TakenError) Error() string {
+	if e.Holder.Erased() {
+		return fmt.Sprintf("externalId is held by an erased user: %v", ErrExternalIDTaken)
+	}
 	return fmt.Sprintf("externalId is held by user %s: %v", e.Holder.UserUUID, ErrExternalIDTaken)
 }
 func (e *TakenError) Unwrap() error { return ErrExternalIDTaken }
@@ -96,20 +121,37 @@ type Reservation struct {
 	root
 	held   bool
 	holder Holder
+	// subject is the data subject of the user the last event named: what the events a command
+	// records carry personal data of (DataSubject).
+	subject string
 }
 
 // Holder returns the user that holds the reservation, and false when nobody does.
 func (r *Reservation) Holder() (Holder, bool) { return r.holder, r.held }
+
+// DataSubject is whose personal data the events just recorded carry: the user that reserved or
+// released the externalId. Each holder's part of the stream is sealed under its own subject, so
+// that erasing one user leaves the others' readable.
+func (r *Reservation) DataSubject() string { return r.subject }
 
 // Apply folds one event; domain.Record and domain.Rehydrate call it.
 func (r *Reservation) Apply(e domain.Event) error {
 	switch ev := e.(type) {
 	case ExternalIDReserved:
 		r.held = true
-		r.holder = Holder{UserUUID: ev.UserUUID, ClientID: ev.ClientID, RequestHash: ev.RequestHash, ReservedAt: ev.ReservedAt}
+		r.holder = Holder{ClientID: ev.ClientID, ReservedAt: ev.ReservedAt}
+		r.subject = ""
+		if p := ev.Personal; p != nil {
+			r.holder.UserUUID, r.holder.RequestHash = p.UserUUID, p.RequestHash
+			r.subject = domain.UserSubject(p.UserUUID)
+		}
 	case ExternalIDReleased:
 		r.held = false
 		r.holder = Holder{}
+		r.subject = ""
+		if p := ev.Personal; p != nil {
+			r.subject = domain.UserSubject(p.UserUUID)
+		}
 	default:
 		return fmt.Errorf("externalId reservation cannot apply event %s", e.EventType())
 	}
@@ -117,7 +159,7 @@ func (r *Reservation) Apply(e domain.Event) error {
 }
 
 // Reserve claims the externalId for a user. The user that holds it already gets it again
-// without a new event (a retry); any other holder makes it a *TakenError.
+// without a new event (a retry); any other holder, an erased one too, makes it a *TakenError.
 func (r *Reservation) Reserve(clientID, userUUID, requestHash string, now time.Time) error {
 	if userUUID == "" || clientID == "" {
 		return fmt.Errorf("reserve an externalId without a user or client: %w", domain.ErrInvalid)
@@ -128,15 +170,25 @@ func (r *Reservation) Reserve(clientID, userUUID, requestHash string, now time.T
 		}
 		return &TakenError{Holder: r.holder}
 	}
-	return domain.Record(r, ExternalIDReserved{ClientID: clientID, UserUUID: userUUID, RequestHash: requestHash,
-		ReservedAt: now.UTC()})
+	return domain.Record(r, ExternalIDReserved{ClientID: clientID, ReservedAt: now.UTC(),
+		Personal: &ReservedBy{UserUUID: userUUID, RequestHash: requestHash}})
 }
 
 // Release gives the externalId up on behalf of a user. It records nothing unless that very user
 // holds it: a late release must never free the externalId of the user who took it next.
 func (r *Reservation) Release(userUUID string, now time.Time) error {
-	if !r.held || r.holder.UserUUID != userUUID {
+	if !r.held || userUUID == "" || r.holder.UserUUID != userUUID {
 		return nil
 	}
-	return domain.Record(r, ExternalIDReleased{UserUUID: userUUID, ReleasedAt: now.UTC()})
+	return domain.Record(r, ExternalIDReleased{ReleasedAt: now.UTC(), Personal: &ReleasedBy{UserUUID: userUUID}})
+}
+
+// ReleaseErased gives the externalId up on behalf of a holder whose personal data was erased
+// (Holder.Erased): only a deleted user is erased, and a deleted user holds nothing. It records
+// nothing unless such a holder holds it; the release names nobody.
+func (r *Reservation) ReleaseErased(now time.Time) error {
+	if !r.held || !r.holder.Erased() {
+		return nil
+	}
+	return domain.Record(r, ExternalIDReleased{ReleasedAt: now.UTC()})
 }

@@ -47,18 +47,20 @@ var ErrNotCreated = fmt.Errorf("user does not exist: %w", domain.ErrConflict)
 // own system), so it sits only in Personal, to be encrypted per data subject and erased
 // (crypto-shredding) without touching the rest. Personal is nil once it was erased.
 type Created struct {
-	UserUUID string `json:"userUuid"`
-	ClientID string `json:"clientId"`
-	// RequestHash identifies the request that created the user, so that a retry with the same
-	// Idempotency-Key can be told from a different request reusing the key.
-	RequestHash string         `json:"requestHash"`
-	CreatedAt   time.Time      `json:"createdAt"`
-	Personal    *CreatedPerson `json:"personal,omitempty"`
+	UserUUID  string         `json:"userUuid"`
+	ClientID  string         `json:"clientId"`
+	CreatedAt time.Time      `json:"createdAt"`
+	Personal  *CreatedPerson `json:"personal,omitempty"`
 }
 
 // CreatedPerson is the personal part of Created.
 type CreatedPerson struct {
 	ExternalID string `json:"externalId"`
+	// RequestHash identifies the request that created the user, so that a retry with the same
+	// Idempotency-Key can be told from a different request reusing the key. It is personal data
+	// (schema v2): the request's only content is the externalId, which the hash would confirm to
+	// whoever guesses it. Once erased, no retry is recognised.
+	RequestHash string `json:"requestHash,omitempty"`
 }
 
 // Deleted records that the client deleted (anonymised) the user. The user's history stays; its
@@ -79,7 +81,7 @@ type User struct {
 	root
 	id          string
 	clientID    string
-	requestHash string
+	requestHash string // "" once the personal part was erased
 	externalID  string // "" once the personal part was erased
 	createdAt   time.Time
 	deletedAt   time.Time // zero while the user is live
@@ -93,8 +95,11 @@ type CreateRequest struct {
 	RequestHash string
 }
 
-func (u *User) ID() string           { return u.id }
-func (u *User) ClientID() string     { return u.clientID }
+func (u *User) ID() string       { return u.id }
+func (u *User) ClientID() string { return u.clientID }
+
+// RequestHash identifies the request that created the user, "" when the event store no longer
+// holds it readable (erased).
 func (u *User) RequestHash() string  { return u.requestHash }
 func (u *User) CreatedAt() time.Time { return u.createdAt }
 
@@ -125,10 +130,10 @@ func (u *User) DataSubject() string { return domain.UserSubject(u.id) }
 func (u *User) Apply(e domain.Event) error {
 	switch ev := e.(type) {
 	case Created:
-		u.id, u.clientID, u.requestHash, u.createdAt = ev.UserUUID, ev.ClientID, ev.RequestHash, ev.CreatedAt
-		u.externalID = ""
+		u.id, u.clientID, u.createdAt = ev.UserUUID, ev.ClientID, ev.CreatedAt
+		u.externalID, u.requestHash = "", ""
 		if ev.Personal != nil {
-			u.externalID = ev.Personal.ExternalID
+			u.externalID, u.requestHash = ev.Personal.ExternalID, ev.Personal.RequestHash
 		}
 	case Deleted:
 		u.deletedAt = ev.DeletedAt
@@ -153,8 +158,8 @@ func (u *User) Create(req CreateRequest, now time.Time) error {
 	if err := CheckExternalID(req.ExternalID); err != nil {
 		return err
 	}
-	return domain.Record(u, Created{UserUUID: req.UserUUID, ClientID: req.ClientID, RequestHash: req.RequestHash,
-		CreatedAt: now.UTC(), Personal: &CreatedPerson{ExternalID: req.ExternalID}})
+	return domain.Record(u, Created{UserUUID: req.UserUUID, ClientID: req.ClientID, CreatedAt: now.UTC(),
+		Personal: &CreatedPerson{ExternalID: req.ExternalID, RequestHash: req.RequestHash}})
 }
 
 // Delete records the user's deletion. Deleting a deleted user records nothing: the client's

@@ -16,8 +16,8 @@ var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 const userID = "0190f4a2-7c1e-7b3a-9a51-2f1e3d4c5b6a"
 
 func created() user.Created {
-	return user.Created{UserUUID: userID, ClientID: "acme", RequestHash: "hash-1", CreatedAt: now,
-		Personal: &user.CreatedPerson{ExternalID: "customer-42"}}
+	return user.Created{UserUUID: userID, ClientID: "acme", CreatedAt: now,
+		Personal: &user.CreatedPerson{ExternalID: "customer-42", RequestHash: "hash-1"}}
 }
 
 func createReq() user.CreateRequest {
@@ -116,7 +116,7 @@ func TestState(t *testing.T) {
 	if err := domain.Rehydrate(e, erased); err != nil {
 		t.Fatal(err)
 	}
-	if e.ExternalID() != "" || !e.Exists() {
+	if e.ExternalID() != "" || e.RequestHash() != "" || !e.Exists() {
 		t.Fatalf("erased user %+v", e)
 	}
 	if err := domain.Rehydrate(user.Kind.New(), user.ExternalIDReserved{}); err == nil {
@@ -125,7 +125,12 @@ func TestState(t *testing.T) {
 }
 
 func reserved(userUUID string) user.ExternalIDReserved {
-	return user.ExternalIDReserved{ClientID: "acme", UserUUID: userUUID, RequestHash: "hash-1", ReservedAt: now}
+	return user.ExternalIDReserved{ClientID: "acme", ReservedAt: now,
+		Personal: &user.ReservedBy{UserUUID: userUUID, RequestHash: "hash-1"}}
+}
+
+func released(userUUID string) user.ExternalIDReleased {
+	return user.ExternalIDReleased{ReleasedAt: now, Personal: &user.ReleasedBy{UserUUID: userUUID}}
 }
 
 func TestReserve(t *testing.T) {
@@ -156,9 +161,10 @@ func TestReserve(t *testing.T) {
 	})
 	t.Run("a released externalId is reserved again", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
-			Given(reserved(userID), user.ExternalIDReleased{UserUUID: userID, ReleasedAt: now}).
+			Given(reserved(userID), released(userID)).
 			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
-			Then(user.ExternalIDReserved{ClientID: "acme", UserUUID: other, RequestHash: "hash-2", ReservedAt: now})
+			Then(user.ExternalIDReserved{ClientID: "acme", ReservedAt: now,
+				Personal: &user.ReservedBy{UserUUID: other, RequestHash: "hash-2"}})
 	})
 	t.Run("a reservation needs a user and a client", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
@@ -172,11 +178,11 @@ func TestRelease(t *testing.T) {
 	t.Run("its holder releases it", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
 			When(func(r *user.Reservation) error { return r.Release(userID, now) }).
-			Then(user.ExternalIDReleased{UserUUID: userID, ReleasedAt: now})
+			Then(released(userID))
 	})
 	t.Run("a late release never frees the next holder's externalId", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
-			Given(reserved(userID), user.ExternalIDReleased{UserUUID: userID, ReleasedAt: now}, reserved(other)).
+			Given(reserved(userID), released(userID), reserved(other)).
 			When(func(r *user.Reservation) error { return r.Release(userID, now) }).
 			Then()
 	})
@@ -184,6 +190,68 @@ func TestRelease(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
 			When(func(r *user.Reservation) error { return r.Release(userID, now) }).
 			Then()
+	})
+}
+
+// TestErasedHolder: once a holder's personal data is erased, its reservation's events no longer
+// say who it was. The reservation still folds (held by an erased holder, or released), its
+// events seal each holder's part under that holder's own subject, and an erased holder is
+// released in nobody's name.
+func TestErasedHolder(t *testing.T) {
+	const other = "0190f4a2-0000-7b3a-9a51-2f1e3d4c5b6a"
+	erasedReserved, erasedReleased := reserved(userID), released(userID)
+	erasedReserved.Personal, erasedReleased.Personal = nil, nil
+
+	t.Run("held by an erased holder", func(t *testing.T) {
+		r := user.ReservationKind.New()
+		if err := domain.Rehydrate(r, erasedReserved); err != nil {
+			t.Fatal(err)
+		}
+		holder, held := r.Holder()
+		if !held || !holder.Erased() || holder.ClientID != "acme" || holder.RequestHash != "" {
+			t.Fatalf("holder %+v held %v", holder, held)
+		}
+		var taken *user.TakenError
+		if err := r.Reserve("acme", other, "hash-2", now); !errors.As(err, &taken) || !taken.Holder.Erased() ||
+			strings.Contains(err.Error(), userID) {
+			t.Fatalf("reserve against an erased holder: %v", err)
+		}
+	})
+	t.Run("an erased holder is released in nobody's name", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).Given(erasedReserved).
+			When(func(r *user.Reservation) error { return r.ReleaseErased(now) }).
+			Then(user.ExternalIDReleased{ReleasedAt: now})
+		domaintest.For(t, user.ReservationKind).Given(erasedReserved).
+			When(func(r *user.Reservation) error { return r.Release("", now) }).
+			Then()
+	})
+	t.Run("a holder that is not erased is not released as one", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
+			When(func(r *user.Reservation) error { return r.ReleaseErased(now) }).
+			Then()
+	})
+	t.Run("an erased history folds", func(t *testing.T) {
+		domaintest.For(t, user.ReservationKind).Given(erasedReserved, erasedReleased).
+			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
+			Then(user.ExternalIDReserved{ClientID: "acme", ReservedAt: now,
+				Personal: &user.ReservedBy{UserUUID: other, RequestHash: "hash-2"}})
+	})
+	t.Run("each event is sealed under the subject of the user it names", func(t *testing.T) {
+		r := user.ReservationKind.New()
+		if err := r.Reserve("acme", userID, "hash-1", now); err != nil {
+			t.Fatal(err)
+		}
+		if r.DataSubject() != domain.UserSubject(userID) {
+			t.Fatalf("reserve: subject %q", r.DataSubject())
+		}
+		domain.MarkStored(r)
+		if err := r.Release(userID, now); err != nil || r.DataSubject() != domain.UserSubject(userID) {
+			t.Fatalf("release: subject %q, %v", r.DataSubject(), err)
+		}
+		domain.MarkStored(r)
+		if err := r.Reserve("acme", other, "hash-2", now); err != nil || r.DataSubject() != domain.UserSubject(other) {
+			t.Fatalf("the next holder: subject %q, %v", r.DataSubject(), err)
+		}
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 
 // addInsurances folds an InsurancesCollected into the row.
 func (r *Row) addInsurances(ev collection.InsurancesCollected) {
-	r.Content.Insurances = upsertByID(r.Content.Insurances, ev.Insurances, func(i collection.Insurance) string { return i.ID })
+	r.Content.Insurances = upsertByID(r.Content.Insurances, ev.Insurances(), func(i collection.Insurance) string { return i.ID })
 	if ev.Personal != nil {
 		r.Personal.HolderNames = mergeNames(r.Personal.HolderNames, ev.Personal.HolderNames)
 	}
@@ -21,15 +21,15 @@ func (r *Row) addInsurances(ev collection.InsurancesCollected) {
 
 // addWealth folds a WealthCollected into the row.
 func (r *Row) addWealth(ev collection.WealthCollected) {
-	c := &r.Content
-	c.Pensions = upsertByID(c.Pensions, ev.Pensions, func(p collection.Pension) string { return p.ID })
-	c.Investments = upsertByID(c.Investments, ev.Investments, func(i collection.Investment) string { return i.ID })
-	c.Loans = upsertByID(c.Loans, ev.Loans, func(l collection.Loan) string { return l.ID })
-	c.Savings = upsertByID(c.Savings, ev.Savings, func(s collection.Saving) string { return s.ID })
-	c.CheckingAccounts = upsertByID(c.CheckingAccounts, ev.CheckingAccounts, func(a collection.PSD2Account) string { return a.ID })
-	c.SavingsAccounts = upsertByID(c.SavingsAccounts, ev.SavingsAccounts, func(a collection.PSD2Account) string { return a.ID })
-	c.CreditCards = upsertByID(c.CreditCards, ev.CreditCards, func(cc collection.PSD2CreditCard) string { return cc.ID })
 	if ev.Personal != nil {
+		c, w := &r.Content, ev.Personal
+		c.Pensions = upsertByID(c.Pensions, w.Pensions, func(p collection.Pension) string { return p.ID })
+		c.Investments = upsertByID(c.Investments, w.Investments, func(i collection.Investment) string { return i.ID })
+		c.Loans = upsertByID(c.Loans, w.Loans, func(l collection.Loan) string { return l.ID })
+		c.Savings = upsertByID(c.Savings, w.Savings, func(s collection.Saving) string { return s.ID })
+		c.CheckingAccounts = upsertByID(c.CheckingAccounts, w.CheckingAccounts, func(a collection.PSD2Account) string { return a.ID })
+		c.SavingsAccounts = upsertByID(c.SavingsAccounts, w.SavingsAccounts, func(a collection.PSD2Account) string { return a.ID })
+		c.CreditCards = upsertByID(c.CreditCards, w.CreditCards, func(cc collection.PSD2CreditCard) string { return cc.ID })
 		r.Personal.InsuredPersonNames = mergeNames(r.Personal.InsuredPersonNames, ev.Personal.InsuredPersonNames)
 		r.Personal.PersonalInformation = mergePersonalInformation(r.Personal.PersonalInformation, ev.Personal.PersonalInformation)
 	}

@@ -128,11 +128,13 @@ func (p *Projector) apply(id string, row Row, exists bool, env eventschema.Envel
 	case collection.DocumentCollected:
 		doc = &Document{
 			CollectionID: id, DocumentID: e.DocumentID, Tenant: row.Tenant, Kind: e.Kind,
-			ContentType: e.ContentType, FileName: e.FileName, Size: int64(e.Size), SHA256: e.SHA256,
-			At: readdb.EventTime(e.At, env), Revision: env.Revision,
+			ContentType: e.ContentType, Size: int64(e.Size), At: readdb.EventTime(e.At, env), Revision: env.Revision,
 		}
-		if e.Personal != nil && len(e.Personal.Content) > 0 {
-			doc.Content = e.Personal.Content
+		if e.Personal != nil {
+			doc.FileName, doc.SHA256 = e.Personal.FileName, e.Personal.SHA256
+			if len(e.Personal.Content) > 0 {
+				doc.Content = e.Personal.Content
+			}
 		}
 		row.UpdatedAt = doc.At
 	default:

@@ -153,13 +153,21 @@ func (p *Projector) reservation(env eventschema.Envelope) (ExternalIDRow, bool, 
 		if err != nil {
 			return ExternalIDRow{}, false, err
 		}
-		return ExternalIDRow{Key: key, Tenant: ev.ClientID, UserUUID: ev.UserUUID, Revision: env.Revision}, true, nil
+		row := ExternalIDRow{Key: key, Tenant: ev.ClientID, Revision: env.Revision}
+		if ev.Personal != nil {
+			row.UserUUID = ev.Personal.UserUUID
+		}
+		return row, true, nil
 	case user.EventExternalIDReleased:
 		ev, err := decode[user.ExternalIDReleased](p.reg, env)
 		if err != nil {
 			return ExternalIDRow{}, false, err
 		}
-		return ExternalIDRow{Key: key, Tenant: env.Tenant, UserUUID: ev.UserUUID, Released: true, Revision: env.Revision}, true, nil
+		row := ExternalIDRow{Key: key, Tenant: env.Tenant, Released: true, Revision: env.Revision}
+		if ev.Personal != nil {
+			row.UserUUID = ev.Personal.UserUUID
+		}
+		return row, true, nil
 	}
 	return ExternalIDRow{}, false, nil
 }

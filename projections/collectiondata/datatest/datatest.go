@@ -409,8 +409,8 @@ func (s *stream) add(at time.Duration, ev domain.Event) eventschema.Envelope {
 
 func (s *stream) start(product collection.Product, company string) {
 	s.add(0, collection.Started{CollectionID: s.id, ClientID: s.tenant, Company: company, Product: product,
-		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", RequestHash: "9f2c", StartedAt: s.t0,
-		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson"}})
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", StartedAt: s.t0,
+		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson", RequestHash: "9f2c"}})
 	s.add(100*time.Millisecond, collection.Claimed{WorkerID: "w1", ClaimedAt: s.t0.Add(100 * time.Millisecond)})
 }
 
@@ -426,11 +426,12 @@ func insuranceLife(log *eventlog.Log, tenant, id string, t0 time.Time) (*stream,
 	s.add(2*time.Second, collection.StatusChanged{From: collection.StatusLogin, To: collection.StatusLogin,
 		Message: "new EID order", ChangedAt: t0.Add(2 * time.Second)}) // staying in LOGIN changes nothing here
 	s.status(3*time.Second, collection.StatusLogin, collection.StatusCollecting)
-	s.add(4*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(4 * time.Second),
-		Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "HOME", Premium: fp(100), Currency: sp("SEK")}},
-		Personal:   &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": "Tolvan Tolvansson"}}})
-	s.add(5*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(5 * time.Second),
-		Insurances: []collection.Insurance{{ID: "ins-2", InsuranceType: "CAR", DisplayName: sp("Bil")}}})
+	s.add(4*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(4 * time.Second), InsuranceCount: 1,
+		Personal: &collection.InsuranceRecords{
+			Insurances:  []collection.Insurance{{ID: "ins-1", InsuranceType: "HOME", Premium: fp(100), Currency: sp("SEK")}},
+			HolderNames: map[string]string{"ins-1": "Tolvan Tolvansson"}}})
+	s.add(5*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(5 * time.Second), InsuranceCount: 1,
+		Personal: &collection.InsuranceRecords{Insurances: []collection.Insurance{{ID: "ins-2", InsuranceType: "CAR", DisplayName: sp("Bil")}}}})
 	s.status(6*time.Second, collection.StatusCollecting, collection.StatusCompleted)
 	want := collectiondata.Row{
 		CollectionID: id, Tenant: tenant, Company: "se-demo-insurer", Product: "INSURANCE", Status: "COMPLETED",
@@ -453,20 +454,21 @@ func wealthLife(log *eventlog.Log, tenant, id string, t0 time.Time) (*stream, co
 	s.add(150*time.Millisecond, collection.DocumentUploaded{Document: withTime(
 		collection.NewDocument("d-upload", collection.DocumentUploadedPDF, "application/pdf", "lettre.pdf", []byte("%PDF-uploaded")), t0)})
 	s.status(time.Second, collection.StatusRunning, collection.StatusCollecting)
-	s.add(2*time.Second, collection.WealthCollected{CollectedAt: t0.Add(2 * time.Second),
-		Pensions: []collection.Pension{
-			{ID: "P1", Name: sp("Retraite de base"), Value: &collection.Money{Amount: 1000, Currency: "EUR"}, OtherInsuredPerson: bp(false)},
-			{ID: "P2", OtherInsuredPerson: bp(true)},
-		},
-		Personal: &collection.WealthPersons{
+	s.add(2*time.Second, collection.WealthCollected{CollectedAt: t0.Add(2 * time.Second), Counts: collection.WealthCounts{Pensions: 2},
+		Personal: &collection.WealthRecords{
+			Pensions: []collection.Pension{
+				{ID: "P1", Name: sp("Retraite de base"), Value: &collection.Money{Amount: 1000, Currency: "EUR"}, OtherInsuredPerson: bp(false)},
+				{ID: "P2", OtherInsuredPerson: bp(true)},
+			},
 			PersonalInformation: &collection.PersonalInformation{PersonalNumber: sp("1850275123456"), Name: sp("Jean Dupont")},
 			InsuredPersonNames:  map[string]string{"P1": "Jean Dupont", "P2": "Marie Dupont"},
 		}})
-	s.add(3*time.Second, collection.WealthCollected{CollectedAt: t0.Add(3 * time.Second),
-		Pensions:    []collection.Pension{{ID: "P3"}},
-		Investments: []collection.Investment{{ID: "I1", Name: sp("PER")}},
-		Personal: &collection.WealthPersons{PersonalInformation: &collection.PersonalInformation{
-			Email: sp("jean@example.fr"), Address: &collection.Address{City: sp("Paris")}}}})
+	s.add(3*time.Second, collection.WealthCollected{CollectedAt: t0.Add(3 * time.Second), Counts: collection.WealthCounts{Pensions: 1, Investments: 1},
+		Personal: &collection.WealthRecords{
+			Pensions:    []collection.Pension{{ID: "P3"}},
+			Investments: []collection.Investment{{ID: "I1", Name: sp("PER")}},
+			PersonalInformation: &collection.PersonalInformation{
+				Email: sp("jean@example.fr"), Address: &collection.Address{City: sp("Paris")}}}})
 	content := []byte("%PDF-1.7 relevé de carrière")
 	statement := withTime(collection.NewDocument("d-career", collection.DocumentFrenchCareerStatement, "application/pdf",
 		"releve-de-carriere.pdf", content), t0.Add(4*time.Second))
@@ -493,7 +495,7 @@ func wealthLife(log *eventlog.Log, tenant, id string, t0 time.Time) (*stream, co
 	wantDoc := collectiondata.Document{
 		CollectionID: id, DocumentID: "d-career", Tenant: tenant, Kind: collection.DocumentFrenchCareerStatement,
 		ContentType: "application/pdf", FileName: "releve-de-carriere.pdf", Size: int64(len(content)),
-		SHA256: statement.SHA256, At: t0.Add(4 * time.Second).Truncate(time.Millisecond), Content: content,
+		SHA256: statement.Personal.SHA256, At: t0.Add(4 * time.Second).Truncate(time.Millisecond), Content: content,
 		HasContent: true, Revision: uint64(len(s.envs) - 2),
 	}
 	return s, want, wantDoc
@@ -555,19 +557,21 @@ func testProjectorAccumulates(t *testing.T, s collectiondata.Store) {
 	}
 
 	first := st.add(2*time.Second, collection.WealthCollected{CollectedAt: base.Add(2 * time.Second),
-		CheckingAccounts: []collection.PSD2Account{{ID: "A1", Balance: sek(10)}, {ID: "A2"}},
-		CreditCards:      []collection.PSD2CreditCard{{ID: "C1"}},
-		Personal: &collection.WealthPersons{PersonalInformation: &collection.PersonalInformation{
-			PersonalNumber: sp("199001010017"), Address: &collection.Address{Street: sp("Gatan 1"), City: sp("Lund")}}}})
+		Personal: &collection.WealthRecords{
+			CheckingAccounts: []collection.PSD2Account{{ID: "A1", Balance: sek(10)}, {ID: "A2"}},
+			CreditCards:      []collection.PSD2CreditCard{{ID: "C1"}},
+			PersonalInformation: &collection.PersonalInformation{
+				PersonalNumber: sp("199001010017"), Address: &collection.Address{Street: sp("Gatan 1"), City: sp("Lund")}}}})
 	second := st.add(3*time.Second, collection.WealthCollected{CollectedAt: base.Add(3 * time.Second),
-		CheckingAccounts: []collection.PSD2Account{{ID: "A1", Balance: sek(20), Name: sp("Lön")}},
-		SavingsAccounts:  []collection.PSD2Account{{ID: "A3"}},
-		Loans:            []collection.Loan{{ID: "L1"}},
-		Savings:          []collection.Saving{{ID: "S1"}},
-		Personal: &collection.WealthPersons{PersonalInformation: &collection.PersonalInformation{
-			Name: sp("Tolvan"), Address: &collection.Address{City: sp("Malmö")}}}})
+		Personal: &collection.WealthRecords{
+			CheckingAccounts: []collection.PSD2Account{{ID: "A1", Balance: sek(20), Name: sp("Lön")}},
+			SavingsAccounts:  []collection.PSD2Account{{ID: "A3"}},
+			Loans:            []collection.Loan{{ID: "L1"}},
+			Savings:          []collection.Saving{{ID: "S1"}},
+			PersonalInformation: &collection.PersonalInformation{
+				Name: sp("Tolvan"), Address: &collection.Address{City: sp("Malmö")}}}})
 	third := st.add(4*time.Second, collection.WealthCollected{CollectedAt: base.Add(4 * time.Second),
-		CreditCards: []collection.PSD2CreditCard{{ID: "C2"}}}) // no personal data: nothing of it is lost
+		Personal: &collection.WealthRecords{CreditCards: []collection.PSD2CreditCard{{ID: "C2"}}}}) // no personal information: none of it is lost
 	handle(t, p, []eventschema.Envelope{first})
 	handle(t, p, []eventschema.Envelope{second, third})
 
@@ -642,8 +646,8 @@ func testProjectorIgnores(t *testing.T, s collectiondata.Store) {
 	// Data whose started event never arrived creates no half row and no document.
 	orphan := collection.StreamName("c-orphan")
 	handle(t, p, []eventschema.Envelope{
-		log.Append("acme", orphan, base, collection.InsurancesCollected{CollectedAt: base,
-			Insurances: []collection.Insurance{{ID: "i", InsuranceType: "HOME"}}}),
+		log.Append("acme", orphan, base, collection.InsurancesCollected{CollectedAt: base, InsuranceCount: 1,
+			Personal: &collection.InsuranceRecords{Insurances: []collection.Insurance{{ID: "i", InsuranceType: "HOME"}}}}),
 		log.Append("acme", orphan, base, collection.DocumentCollected{Document: withTime(collection.NewDocument(
 			"d", collection.DocumentFrenchCareerStatement, "application/pdf", "", []byte("%PDF")), base)}),
 	})
@@ -667,7 +671,7 @@ func testProjectorUnknown(t *testing.T, s collectiondata.Store) {
 	st.start(collection.ProductWealth, "se-demo-pension")
 	st.status(time.Second, collection.StatusRunning, collection.StatusCollecting)
 	st.add(2*time.Second, collection.WealthCollected{CollectedAt: base.Add(2 * time.Second),
-		Pensions: []collection.Pension{{ID: "P1"}, {ID: "P2", Value: &collection.Money{Amount: 0, Currency: "SEK"}}}})
+		Personal: &collection.WealthRecords{Pensions: []collection.Pension{{ID: "P1"}, {ID: "P2", Value: &collection.Money{Amount: 0, Currency: "SEK"}}}}})
 	st.status(3*time.Second, collection.StatusCollecting, collection.StatusCompletedPartial)
 	handle(t, p, st.envs)
 	v := collectiondata.View(get(t, s, "acme", "c-sparse"))
@@ -689,10 +693,10 @@ func testProjectorEmptyPersonal(t *testing.T, s collectiondata.Store) {
 
 	st := newStream(log, "acme", "c-merge", base)
 	st.start(collection.ProductWealth, "se-demo-pension")
-	st.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second), Personal: &collection.WealthPersons{
+	st.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second), Personal: &collection.WealthRecords{
 		PersonalInformation: &collection.PersonalInformation{Name: sp("Jean Dupont"), Address: &collection.Address{City: sp("Paris")}}}})
 	st.add(2*time.Second, collection.WealthCollected{CollectedAt: base.Add(2 * time.Second),
-		Personal: &collection.WealthPersons{PersonalInformation: empty()}})
+		Personal: &collection.WealthRecords{PersonalInformation: empty()}})
 	st.status(3*time.Second, collection.StatusRunning, collection.StatusCompleted)
 	handle(t, p, st.envs)
 	assertEqual(t, "merged personal information", get(t, s, "acme", "c-merge").Personal.PersonalInformation,
@@ -701,7 +705,7 @@ func testProjectorEmptyPersonal(t *testing.T, s collectiondata.Store) {
 	only := newStream(log, "acme", "c-empty-personal", base)
 	only.start(collection.ProductWealth, "se-demo-pension")
 	only.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second),
-		Personal: &collection.WealthPersons{PersonalInformation: empty()}})
+		Personal: &collection.WealthRecords{PersonalInformation: empty()}})
 	only.status(2*time.Second, collection.StatusRunning, collection.StatusCompleted)
 	handle(t, p, only.envs)
 	if got := get(t, s, "acme", "c-empty-personal").Personal.PersonalInformation; got != nil {

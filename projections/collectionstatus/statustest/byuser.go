@@ -161,7 +161,7 @@ func (f listFixture) start(id, userUUID string, at time.Time) {
 	f.t.Helper()
 	env := f.log.Append("acme", collection.StreamName(id), at, collection.Started{CollectionID: id, ClientID: "acme",
 		Company: "se-demo-insurer", Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",
-		APIVersion: "2026-04-01", UserUUID: userUUID, RequestHash: "h", StartedAt: at})
+		APIVersion: "2026-04-01", UserUUID: userUUID, StartedAt: at})
 	if err := f.p.Handle(ctx(f.t), []eventschema.Envelope{env}); err != nil {
 		f.t.Fatalf("Handle: %v", err)
 	}

@@ -300,19 +300,21 @@ func testProjectorStoresSummaries(t *testing.T, s eventhistory.Store) {
 	envs := []eventschema.Envelope{
 		log.Append("acme", stream, base, collection.Started{
 			CollectionID: "c-1", ClientID: "acme", Company: "se-demo-insurer", Product: collection.ProductInsurance,
-			LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", RequestHash: requestHash, StartedAt: base,
-			Personal: &collection.StartedPerson{PersonalNumber: personalNumber, AccountOwnerName: personName},
+			LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", StartedAt: base,
+			Personal: &collection.StartedPerson{PersonalNumber: personalNumber, AccountOwnerName: personName, RequestHash: requestHash},
 		}),
 		log.Append("acme", stream, base, collection.DocumentUploaded{Document: pdf}),
 		log.Append("acme", stream, base.Add(time.Second), collection.InsurancesCollected{
-			CollectedAt: base.Add(time.Second),
-			Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "CAR", InsuranceNumber: str(insuranceNumber),
-				DisplayName: str("Hemförsäkring ABC123"), Premium: num(189.5)}},
-			Personal: &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": personName}},
+			CollectedAt: base.Add(time.Second), InsuranceCount: 1,
+			Personal: &collection.InsuranceRecords{
+				Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "CAR", InsuranceNumber: str(insuranceNumber),
+					DisplayName: str("Hemförsäkring ABC123"), Premium: num(189.5)}},
+				HolderNames: map[string]string{"ins-1": personName}},
 		}),
 		log.Append("acme", stream, base.Add(2*time.Second), collection.WealthCollected{
-			CollectedAt:      base.Add(2 * time.Second),
-			CheckingAccounts: []collection.PSD2Account{{ID: "A1", IBAN: str(accountNumber), Balance: &collection.Money{Amount: 10523.75, Currency: "SEK"}}},
+			CollectedAt: base.Add(2 * time.Second), Counts: collection.WealthCounts{CheckingAccounts: 1},
+			Personal: &collection.WealthRecords{
+				CheckingAccounts: []collection.PSD2Account{{ID: "A1", IBAN: str(accountNumber), Balance: &collection.Money{Amount: 10523.75, Currency: "SEK"}}}},
 		}),
 	}
 	for _, env := range envs {
@@ -385,8 +387,8 @@ func testProjectorUpcasts(t *testing.T, s eventhistory.Store) {
 	got := list(t, s, "acme", v1.Stream, nil, 0)
 	assertRevisions(t, got, 0)
 	assertNothingShown(t, got)
-	if got[0].SchemaVersion != 2 {
-		t.Fatalf("stored schema version %d, want the current 2 (the summary is of the upcast event)", got[0].SchemaVersion)
+	if got[0].SchemaVersion != 3 {
+		t.Fatalf("stored schema version %d, want the current 3 (the summary is of the upcast event)", got[0].SchemaVersion)
 	}
 	want := `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"BANKID","apiVersion":"2025-01-01",` +
 		`"hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`
@@ -553,16 +555,16 @@ func testProjectorRecordsWhosePersonalData(t *testing.T, s eventhistory.Store) {
 	stream := collection.StreamName("c-whose")
 	started := log.Append("acme", stream, base, collection.Started{
 		CollectionID: "c-whose", ClientID: "acme", Company: "se-demo-insurer", Product: collection.ProductInsurance,
-		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", UserUUID: "u-whose", RequestHash: requestHash,
-		StartedAt: base, Personal: &collection.StartedPerson{PersonalNumber: personalNumber, AccountOwnerName: personName}})
+		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01", UserUUID: "u-whose",
+		StartedAt: base, Personal: &collection.StartedPerson{PersonalNumber: personalNumber, AccountOwnerName: personName, RequestHash: requestHash}})
 	sealedStarted := started
 	var err error
 	if sealedStarted.Payload, _, err = eventschema.SealPersonal(ctx(t), keys, "user-u-whose", started.Payload); err != nil {
 		t.Fatal(err)
 	}
 	plainData := log.Append("acme", stream, base.Add(time.Second), collection.InsurancesCollected{CollectedAt: base.Add(time.Second),
-		Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "CAR"}},
-		Personal:   &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": personName}}})
+		InsuranceCount: 1, Personal: &collection.InsuranceRecords{Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "CAR"}},
+			HolderNames: map[string]string{"ins-1": personName}}})
 	claimed := log.Append("acme", stream, base.Add(2*time.Second), collection.Claimed{WorkerID: "w1", ClaimedAt: base.Add(2 * time.Second)})
 	late := log.Append("acme", stream, base.Add(3*time.Second), collection.StatusChanged{From: collection.StatusRunning,
 		To: collection.StatusWaitingForUserAction, ChangedAt: base.Add(3 * time.Second),

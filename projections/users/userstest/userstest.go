@@ -247,9 +247,10 @@ type lifeLog struct {
 func (l lifeLog) create(id, tenant, externalID string, at time.Time) []eventschema.Envelope {
 	key := user.ExternalIDKey(secret, tenant, externalID)
 	return []eventschema.Envelope{
-		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReserved{ClientID: tenant, UserUUID: id, RequestHash: "h", ReservedAt: at}),
-		l.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, RequestHash: "h", CreatedAt: at,
-			Personal: &user.CreatedPerson{ExternalID: externalID}}),
+		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReserved{ClientID: tenant, ReservedAt: at,
+			Personal: &user.ReservedBy{UserUUID: id, RequestHash: "h"}}),
+		l.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, CreatedAt: at,
+			Personal: &user.CreatedPerson{ExternalID: externalID, RequestHash: "h"}}),
 	}
 }
 
@@ -257,7 +258,7 @@ func (l lifeLog) delete(id, tenant, externalID string, at time.Time) []eventsche
 	key := user.ExternalIDKey(secret, tenant, externalID)
 	return []eventschema.Envelope{
 		l.Append(tenant, user.StreamName(id), at, user.Deleted{DeletedAt: at}),
-		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReleased{UserUUID: id, ReleasedAt: at}),
+		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReleased{ReleasedAt: at, Personal: &user.ReleasedBy{UserUUID: id}}),
 	}
 }
 
@@ -440,7 +441,7 @@ func testReaderMismatch(t *testing.T, s users.Store) {
 	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
 	key := user.ExternalIDKey(secret, "acme", "customer-7")
 	f.handle(t, f.log.Append("acme", user.ReservationStreamName(key), base,
-		user.ExternalIDReserved{ClientID: "acme", UserUUID: u1, RequestHash: "h", ReservedAt: base}))
+		user.ExternalIDReserved{ClientID: "acme", ReservedAt: base, Personal: &user.ReservedBy{UserUUID: u1, RequestHash: "h"}}))
 	if v, err := f.find(t, "acme", "customer-7"); !errors.Is(err, query.ErrNotFound) {
 		t.Fatalf("find = %+v, %v", v, err)
 	}

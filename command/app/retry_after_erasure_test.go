@@ -1,0 +1,92 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
+)
+
+// The fingerprint of a request with an Idempotency-Key is personal data: it is stored sealed
+// with the person's data and erased with it. A retry after the erasure is then a key reused
+// (IDEMPOTENCY_KEY_REUSED), whatever its body holds, so that no answer tells a right guess of
+// the erased person's number or externalId from a wrong one. A request that an older build
+// recorded is recognised by its fingerprint in the scheme before.
+
+// erasedStart is the started event of a keyed collection as it reads after its subject's
+// erasure: without its personal part, which held the fingerprint.
+func erasedStart(key string) collection.Started {
+	s := startedWithKey(key)
+	s.Personal = nil
+	return s
+}
+
+func TestScenarioStartRetryAfterErasure(t *testing.T) {
+	start := func(svc *app.CollectionService, cmd app.StartCollection) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := svc.Start(ctx, cmd); return err }
+	}
+	stream := collection.StreamName(app.CollectionIDForKey("acme", "key-1"))
+	right, wrong := startCmd(), startCmd()
+	right.IdempotencyKey, wrong.IdempotencyKey = "key-1", "key-1"
+	wrong.RequestHash = "hash-of-another-personal-number"
+	for name, cmd := range map[string]app.StartCollection{"the same request": right, "another request": wrong} {
+		t.Run(name+" is a key reused", func(t *testing.T) {
+			sc, svc := scenarioService(t)
+			sc.Given(stream, erasedStart("key-1")).When(start(svc, cmd)).ThenError(app.ErrIdempotencyKeyReused)
+		})
+	}
+	t.Run("a request an older build recorded replays by its legacy fingerprint", func(t *testing.T) {
+		sc, svc := scenarioService(t)
+		retry := right
+		retry.RequestHash, retry.LegacyRequestHash = "hash-in-the-new-scheme", right.RequestHash
+		sc.Given(stream, startedWithKey("key-1")).When(start(svc, retry)).Then()
+		retry.LegacyRequestHash = "another-legacy-hash"
+		sc.When(start(svc, retry)).ThenError(app.ErrIdempotencyKeyReused)
+	})
+}
+
+func TestScenarioCreateUserRetryAfterErasure(t *testing.T) {
+	keyed := app.UserIDForKey("acme", "key-1")
+	erased := userCreated(keyed, "customer-42", "hash-1")
+	erased.Personal = nil
+	create := func(svc *app.UserService, cmd app.CreateUser) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := svc.Create(ctx, cmd); return err }
+	}
+	for name, cmd := range map[string]app.CreateUser{
+		"the same externalId":    createUserCmd("key-1", "customer-42", "hash-1"),
+		"another externalId":     createUserCmd("key-1", "customer-43", "hash-2"),
+		"an empty fingerprint":   createUserCmd("key-1", "customer-42", ""),
+		"a fingerprint of other": createUserCmd("key-1", "customer-42", "hash-2"),
+	} {
+		t.Run(name+" is a key reused", func(t *testing.T) {
+			sc, svc := userScenario(t)
+			sc.Given(user.StreamName(keyed), erased, user.Deleted{DeletedAt: created}).
+				When(create(svc, cmd)).ThenError(app.ErrIdempotencyKeyReused)
+		})
+	}
+	t.Run("a user an older build created replays by its legacy fingerprint", func(t *testing.T) {
+		sc, svc := userScenario(t)
+		cmd := createUserCmd("key-1", "customer-42", "hash-in-the-new-scheme")
+		cmd.LegacyRequestHash = "hash-1"
+		sc.Given(reservationOf("customer-42"), reservedFor(keyed, "hash-1")).
+			Given(user.StreamName(keyed), userCreated(keyed, "customer-42", "hash-1")).
+			When(create(svc, cmd)).Then()
+	})
+}
+
+// TestScenarioReservationOfAnErasedHolder: a reservation whose holder was erased before its
+// release (its events no longer say who it was) is released in nobody's name and taken.
+func TestScenarioReservationOfAnErasedHolder(t *testing.T) {
+	keyed := app.UserIDForKey("acme", "key-1")
+	erasedHolder := reservedFor(otherUser, "hash-0")
+	erasedHolder.Personal = nil
+	sc, svc := userScenario(t)
+	sc.Given(reservationOf("customer-42"), erasedHolder).
+		When(func(ctx context.Context) error {
+			_, err := svc.Create(ctx, createUserCmd("key-1", "customer-42", "hash-1"))
+			return err
+		}).
+		Then(user.ExternalIDReleased{ReleasedAt: created}, reservedFor(keyed, "hash-1"), userCreated(keyed, "customer-42", "hash-1"))
+}
