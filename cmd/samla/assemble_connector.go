@@ -17,6 +17,7 @@ import (
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/collectionstatus"
 )
 
@@ -56,6 +57,9 @@ func (s *Service) startConnector(ctx context.Context) error {
 		ContactFormTimeout: s.cfg.ContactFormTimeout, InputTimeout: s.cfg.InputTimeout,
 		MethodSelectionTimeout: s.cfg.MethodSelectionTimeout, EIDOrderTimeout: s.cfg.EIDOrderTimeout,
 		Active: collectionstatus.NewReader(s.models.Status, s.keys),
+		// A deleted user's collection is ended, never driven: told by the key cache, which
+		// this process's own erasures reach at once and another's within its bound.
+		Erasures: keystore.Erasures{Keys: s.keys},
 	})
 	consume := s.consume(ConnectorGroupID, []string{eventschema.Topic("collection")})
 	s.runRole(ctx, "connector consumer", func(ctx context.Context) error {

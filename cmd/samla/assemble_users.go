@@ -11,6 +11,7 @@ import (
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/erasure"
 	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/collectionstatus"
@@ -35,9 +36,10 @@ func (s *Service) commandUsers() (*app.UserService, error) {
 		repository.New(s.store, s.registry, user.Kind, repository.WithKeys(s.keys)),
 		repository.New(s.store, s.registry, user.ReservationKind, repository.WithKeys(s.keys)),
 		key,
-		// The collections whose own keys an erasure destroys come from the status read model,
-		// which the command role opens for its session checks anyway.
-		app.Erasure{Keys: s.keys, Collections: collectionstatus.NewReader(s.models.Status, s.keys)},
+		// The running collections an erasure ends are listed by the status read model, which
+		// the command role opens for its session checks anyway; the event store decides.
+		app.Erasure{Keys: s.keys, Collections: collectionstatus.NewReader(s.models.Status, s.keys),
+			Ends: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys))},
 		nil)
 	return s.userService, nil
 }

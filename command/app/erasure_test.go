@@ -18,8 +18,9 @@ import (
 	"github.com/samla/samla/platform/keystore"
 )
 
-// The erasure of a deleted user: its externalId released, then its collections' own keys and its
-// own key destroyed, whether the DELETE does it, its retry, or FinishErasure after a crash.
+// The erasure of a deleted user: its externalId released, its running collections ended, then its
+// key destroyed (and no other: its collections' personal data is sealed under it), whether the
+// DELETE does it, its retry, or FinishErasure after a crash.
 
 const (
 	erasedCollection = "0190f4a2-2222-7b3a-9a51-2f1e3d4c5b6a"
@@ -33,6 +34,14 @@ func withKeys(t *testing.T, keys *keystore.Memory, subjects ...string) {
 		if _, err := keys.GetOrCreate(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// assertNoKey: the subject has neither a key nor a tombstone.
+func assertNoKey(t *testing.T, keys eventschema.Keys, subject string) {
+	t.Helper()
+	if _, err := keys.Get(context.Background(), subject); !errors.Is(err, eventschema.ErrKeyNotFound) {
+		t.Fatalf("%s has a key or a tombstone: %v", subject, err)
 	}
 }
 
@@ -69,19 +78,19 @@ func (f *failingKeys) Destroy(ctx context.Context, subject string) error {
 func TestScenarioDeleteErases(t *testing.T) {
 	given := func(t *testing.T) (*app.UserService, *keystore.Memory, func(events ...domain.Event) []eventschema.Envelope) {
 		sc, svc, keys := erasingScenario(t, userCollections{otherUser: {erasedCollection}})
-		withKeys(t, keys, domain.UserSubject(otherUser), domain.CollectionSubject(erasedCollection), domain.CollectionSubject(keptCollection))
+		withKeys(t, keys, domain.UserSubject(otherUser), domain.CollectionSubject(keptCollection))
 		sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 			Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"))
 		return svc, keys, func(events ...domain.Event) []eventschema.Envelope {
 			return sc.When(deleteUser(svc, "acme", otherUser)).Then(events...)
 		}
 	}
-	t.Run("releases the externalId, then destroys the collections' keys and the user's", func(t *testing.T) {
+	t.Run("releases the externalId, then destroys the user's key and no other", func(t *testing.T) {
 		_, keys, then := given(t)
 		then(user.Deleted{DeletedAt: created}, user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: created})
 		assertErased(t, keys, domain.UserSubject(otherUser), true)
-		assertErased(t, keys, domain.CollectionSubject(erasedCollection), true)
-		assertErased(t, keys, domain.CollectionSubject(keptCollection), false) // another user's
+		assertNoKey(t, keys, domain.CollectionSubject(erasedCollection)) // its collections' subject is the user's
+		assertErased(t, keys, domain.CollectionSubject(keptCollection), false)
 		// Nothing is ever sealed under them again.
 		if _, err := keys.GetOrCreate(context.Background(), domain.UserSubject(otherUser)); !errors.Is(err, eventschema.ErrSubjectErased) {
 			t.Fatalf("a new key for the erased user: %v", err)
@@ -109,15 +118,15 @@ func TestDeleteThatStopsIsFinished(t *testing.T) {
 		name   string
 		failAt string // the subject whose destruction fails: the step the delete stops at
 	}{
-		{"after the release, before the collections' keys", domain.CollectionSubject(erasedCollection)},
-		{"after the collections' keys, before the user's", domain.UserSubject(otherUser)},
+		{"after the release and the end of its collections, before its key", domain.UserSubject(otherUser)},
 	} {
 		for _, finish := range []string{"the client's retry", "FinishErasure"} {
 			t.Run(tc.name+", finished by "+finish, func(t *testing.T) {
 				sc, _, mem := erasingScenario(t, userCollections{otherUser: {erasedCollection}})
-				withKeys(t, mem, domain.UserSubject(otherUser), domain.CollectionSubject(erasedCollection))
+				withKeys(t, mem, domain.UserSubject(otherUser))
 				broken := &failingKeys{Memory: mem, fail: tc.failAt}
-				erasure := app.Erasure{Keys: broken, Collections: userCollections{otherUser: {erasedCollection}}}
+				erasure := app.Erasure{Keys: broken, Collections: userCollections{otherUser: {erasedCollection}},
+					Ends: repoOf(sc, collection.Kind)}
 				svc := app.NewUserService(repoOf(sc, user.Kind), repoOf(sc, user.ReservationKind), userSecret, erasure, sc.Clock())
 				sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 					Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"))
@@ -137,7 +146,6 @@ func TestDeleteThatStopsIsFinished(t *testing.T) {
 					sc.When(deleteUser(svc, "acme", otherUser)).Then()
 				}
 				assertErased(t, mem, domain.UserSubject(otherUser), true)
-				assertErased(t, mem, domain.CollectionSubject(erasedCollection), true)
 			})
 		}
 	}
@@ -149,7 +157,7 @@ func TestDeleteThatStopsIsFinished(t *testing.T) {
 func TestScenarioFinishErasure(t *testing.T) {
 	t.Run("a deleted user whose delete stopped after recording it", func(t *testing.T) {
 		sc, svc, keys := erasingScenario(t, userCollections{otherUser: {erasedCollection}})
-		withKeys(t, keys, domain.UserSubject(otherUser), domain.CollectionSubject(erasedCollection))
+		withKeys(t, keys, domain.UserSubject(otherUser))
 		envs := sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 			Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"), user.Deleted{DeletedAt: created}).
 			When(finishErasure(svc, otherUser)).
@@ -159,7 +167,6 @@ func TestScenarioFinishErasure(t *testing.T) {
 			t.Fatalf("release envelope %+v", envs[0])
 		}
 		assertErased(t, keys, domain.UserSubject(otherUser), true)
-		assertErased(t, keys, domain.CollectionSubject(erasedCollection), true)
 	})
 	t.Run("an erased user: nothing is listed or recorded", func(t *testing.T) {
 		sc, _, keys := erasingScenario(t, nil)
@@ -167,7 +174,7 @@ func TestScenarioFinishErasure(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc := app.NewUserService(repoOf(sc, user.Kind), repoOf(sc, user.ReservationKind), userSecret,
-			app.Erasure{Keys: keys, Collections: failingCollections{}}, sc.Clock())
+			app.Erasure{Keys: keys, Collections: failingCollections{}, Ends: repoOf(sc, collection.Kind)}, sc.Clock())
 		sc.Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"), user.Deleted{DeletedAt: created}).
 			When(finishErasure(svc, otherUser)).Then()
 	})
@@ -190,7 +197,7 @@ func TestScenarioFinishErasure(t *testing.T) {
 // failingCollections fails every listing: what must not be asked is not.
 type failingCollections struct{}
 
-func (failingCollections) UserCollectionIDs(context.Context, string, string) ([]string, error) {
+func (failingCollections) UserNonFinalCollectionIDs(context.Context, string, string) ([]string, error) {
 	return nil, errors.New("the collections were listed")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
@@ -42,19 +43,24 @@ type SubjectKeys interface {
 	Destroy(ctx context.Context, subject string) error
 }
 
-// UserCollectionIDs lists the ids of every collection of a client's user (the collection status
-// read model, which has a collection from the moment it is projected).
-type UserCollectionIDs interface {
-	UserCollectionIDs(ctx context.Context, tenant, userUUID string) ([]string, error)
+// UserCollections lists a client's user's collections that may still run: those the collection
+// status read model shows in a status that is not final (a final one there is final for good).
+type UserCollections interface {
+	UserNonFinalCollectionIDs(ctx context.Context, tenant, userUUID string) ([]string, error)
 }
 
-// Erasure is what a user's deletion erases its personal data with.
+// Erasure is what a user's deletion erases its personal data with, and ends the user's
+// collections with.
 type Erasure struct {
 	Keys SubjectKeys
-	// Collections names the collections whose own data subject (domain.CollectionSubject) is
-	// destroyed with the user's: the collected-data rows written before that read model knew
-	// collections' users were sealed under it.
-	Collections UserCollectionIDs
+	// Collections lists the user's collections that may still run, and Ends is their repository:
+	// the erasure ends each that the event store shows running (collection.EndForErasedUser), so
+	// that none goes on without the personal data it was started with, and none keeps showing
+	// its client an EID order or a request for input. A collection the read model does not list
+	// yet (or one started while the user was being deleted) is ended by the connector worker,
+	// which drives no collection of an erased subject.
+	Collections UserCollections
+	Ends        CollectionRepository
 }
 
 // erasureActor is the actor of what a finished erasure records (FinishErasure).
@@ -134,8 +140,8 @@ func NewUserService(users UserRepository, reservations ReservationRepository, se
 	if len(secret) == 0 {
 		panic("app.NewUserService: the externalId secret is required")
 	}
-	if erasure.Keys == nil || erasure.Collections == nil {
-		panic("app.NewUserService: Erasure.Keys and Erasure.Collections are required")
+	if erasure.Keys == nil || erasure.Collections == nil || erasure.Ends == nil {
+		panic("app.NewUserService: Erasure.Keys, Erasure.Collections and Erasure.Ends are required")
 	}
 	if now == nil {
 		now = time.Now
@@ -298,8 +304,8 @@ func replayUser(existing *user.User, cmd CreateUser) (UserCreated, error) {
 }
 
 // Delete deletes (anonymises) the client's user: it records user.deleted, releases the user's
-// externalId so that it may be used again, and erases the user's personal data everywhere by
-// destroying its data subject's key (erase). Deleting a deleted user succeeds again without
+// externalId so that it may be used again, ends the user's collections that still run, and
+// erases the user's personal data everywhere by destroying its data subject's key (erase). Deleting a deleted user succeeds again without
 // recording anything and does whatever an earlier delete left undone. An unknown user, or another
 // client's, is ErrUserNotFound.
 //
@@ -331,8 +337,8 @@ func (s *UserService) Delete(ctx context.Context, cmd DeleteUser) error {
 	return nil
 }
 
-// FinishErasure does what the deletion of a user left undone: the release of its externalId and
-// the destruction of its keys (erase). It does nothing for a user that is erased already (its
+// FinishErasure does what the deletion of a user left undone: the release of its externalId,
+// the end of its running collections and the destruction of its key (erase). It does nothing for a user that is erased already (its
 // key is destroyed last, so nothing is left then), or not deleted. It is safe to run any number
 // of times, also beside the Delete it finishes.
 func (s *UserService) FinishErasure(ctx context.Context, cmd FinishErasure) error {
@@ -361,11 +367,15 @@ func (s *UserService) FinishErasure(ctx context.Context, cmd FinishErasure) erro
 //     needs the externalId, which only the user's key opens: it goes first. An erased user
 //     yields none; a creator that then finds the reservation held by the deleted user releases
 //     it itself (reserve).
-//  2. the keys of the user's collections' own subjects are destroyed (tombstoned whether or not
-//     they exist, so that nothing is ever sealed under them again).
+//  2. the user's collections that still run are ended (FAILED, collection.EndForErasedUser):
+//     none may go on, or keep asking its client for a signature or input, without the personal
+//     data it was started with.
 //  3. the user's key is destroyed, erasing its personal data in the event store, the Kafka log
 //     and the read models at once; the projections then blank the read models' copies. Being
 //     last, a destroyed user key says that the erasure is complete.
+//
+// Nothing of a user is sealed under another subject: its collections' personal data is the
+// user's (collection.DataSubject), so the one key is all there is to destroy.
 func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.Meta, now time.Time) error {
 	if externalID := u.ExternalID(); externalID != "" {
 		key := user.ExternalIDKey(s.secret, u.ClientID(), externalID)
@@ -375,13 +385,19 @@ func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.M
 			return fmt.Errorf("release its externalId: %w", err)
 		}
 	}
-	ids, err := s.erasure.Collections.UserCollectionIDs(ctx, u.ClientID(), u.ID())
+	ids, err := s.erasure.Collections.UserNonFinalCollectionIDs(ctx, u.ClientID(), u.ID())
 	if err != nil {
-		return fmt.Errorf("erase: list its collections: %w", err)
+		return fmt.Errorf("erase: list its running collections: %w", err)
 	}
 	for _, id := range ids {
-		if err := s.erasure.Keys.Destroy(ctx, domain.CollectionSubject(id)); err != nil {
-			return fmt.Errorf("erase: destroy the key of collection %s: %w", id, err)
+		_, _, err := s.erasure.Ends.Update(ctx, id, meta, func(c *collection.Collection) error {
+			if !c.Exists() || c.ClientID() != u.ClientID() || c.UserUUID() != u.ID() {
+				return nil // a read model's mistake: not this user's to end
+			}
+			return c.EndForErasedUser(now)
+		})
+		if err != nil {
+			return fmt.Errorf("erase: end collection %s: %w", id, err)
 		}
 	}
 	if err := s.erasure.Keys.Destroy(ctx, u.DataSubject()); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/samla/samla/command/eventstore/sqlite"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
@@ -33,10 +34,10 @@ func userScenario(t *testing.T) (*commandtest.Scenario, *app.UserService) {
 	return sc, svc
 }
 
-// userCollections is the status read model's list of users' collections, by user.
+// userCollections is the status read model's list of users' running collections, by user.
 type userCollections map[string][]string
 
-func (u userCollections) UserCollectionIDs(_ context.Context, tenant, userUUID string) ([]string, error) {
+func (u userCollections) UserNonFinalCollectionIDs(_ context.Context, tenant, userUUID string) ([]string, error) {
 	if tenant != "acme" {
 		return nil, nil
 	}
@@ -49,7 +50,7 @@ func erasingScenario(t *testing.T, collections userCollections) (*commandtest.Sc
 	sc := commandtest.New(t, testNow)
 	keys := keystore.NewMemory()
 	return sc, app.NewUserService(commandtest.Repository(sc, user.Kind), commandtest.Repository(sc, user.ReservationKind),
-		userSecret, app.Erasure{Keys: keys, Collections: collections}, sc.Clock()), keys
+		userSecret, app.Erasure{Keys: keys, Collections: collections, Ends: commandtest.Repository(sc, collection.Kind)}, sc.Clock()), keys
 }
 
 func createUserCmd(key, externalID, hash string) app.CreateUser {
@@ -296,7 +297,8 @@ func raceCreates(t *testing.T, store repository.Store, keyed bool) {
 	start := make(chan struct{})
 	for i := range n {
 		svc := app.NewUserService(repository.New(store, reg, user.Kind), repository.New(store, reg, user.ReservationKind),
-			userSecret, app.Erasure{Keys: keystore.NewMemory(), Collections: userCollections{}}, nil)
+			userSecret, app.Erasure{Keys: keystore.NewMemory(), Collections: userCollections{},
+				Ends: repository.New(store, reg, collection.Kind)}, nil)
 		cmd := createUserCmd("", "customer-42", fmt.Sprintf("hash-%d", i))
 		if keyed {
 			cmd.IdempotencyKey, cmd.RequestHash = "key-1", "hash-1"

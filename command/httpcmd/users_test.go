@@ -30,7 +30,7 @@ const v2 = "2026-04-01"
 // noCollections is a status read model that lists no user's collections.
 type noCollections struct{}
 
-func (noCollections) UserCollectionIDs(context.Context, string, string) ([]string, error) {
+func (noCollections) UserNonFinalCollectionIDs(context.Context, string, string) ([]string, error) {
 	return nil, nil
 }
 
@@ -48,7 +48,8 @@ func newUsersEngine(t *testing.T, adjust ...func(*httpcmd.Deps)) (*gin.Engine, *
 	collections := app.NewCollectionService(sandbox.Catalog(), repository.New(store, reg, collection.Kind, repository.WithClock(clock)),
 		users, clock)
 	userService := app.NewUserService(users, repository.New(store, reg, user.ReservationKind, repository.WithClock(clock)),
-		fingerprintKey, app.Erasure{Keys: keystore.NewMemory(), Collections: noCollections{}}, clock)
+		fingerprintKey, app.Erasure{Keys: keystore.NewMemory(), Collections: noCollections{},
+			Ends: repository.New(store, reg, collection.Kind, repository.WithClock(clock))}, clock)
 	e := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})
 	deps := httpcmd.Deps{Collections: collections, Users: userService, FingerprintKey: fingerprintKey, Now: clock}
 	for _, a := range adjust {

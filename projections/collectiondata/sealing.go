@@ -23,9 +23,9 @@ type sealingStore struct {
 // (the data endpoints then show null); a lost key is an error. Rows written before sealing,
 // whose columns hold plain text, are read as they are and sealed when next written.
 //
-// A row written before the user column existed reads with no user, so data added to it later
-// is sealed under the collection's own subject: an erasure of its user also destroys the keys
-// of the user's collections (or the read models are rebuilt), or that data outlives it.
+// A document is sealed under its row's subject: the row written with it (as the projector
+// does), else the stored one. A document of no row is refused: it names no user, and sealing a
+// user's document under the collection's own subject would let it outlive the user's erasure.
 func Sealing(s Store, keys eventschema.Keys) Store { return sealingStore{Store: s, keys: keys} }
 
 func subject(r Row) string { return collection.DataSubject(r.CollectionID, r.UserUUID) }
@@ -48,12 +48,27 @@ func (s sealingStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 		r.Personal = Personal{}
 		sealedRows[i] = r
 	}
+	var rowless []string
+	for _, d := range docs {
+		if _, ok := subjects[d.CollectionID]; !ok && len(d.Content) > 0 {
+			rowless = append(rowless, d.CollectionID)
+		}
+	}
+	if len(rowless) > 0 {
+		stored, err := s.Store.GetMany(ctx, rowless)
+		if err != nil {
+			return fmt.Errorf("collection documents: read their rows: %w", err)
+		}
+		for id, r := range stored {
+			subjects[id] = subject(r)
+		}
+	}
 	sealedDocs := make([]Document, len(docs))
 	for i, d := range docs {
 		if len(d.Content) > 0 {
 			sub, ok := subjects[d.CollectionID]
 			if !ok {
-				sub = collection.DataSubject(d.CollectionID, "")
+				return fmt.Errorf("collection document %s/%s: no row names its data subject", d.CollectionID, d.DocumentID)
 			}
 			var err error
 			if d.Content, err = s.seal(ctx, sub, d.Content); err != nil {

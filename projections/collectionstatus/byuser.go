@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/query"
 )
@@ -109,13 +110,15 @@ func (r Reader) ListByUser(ctx context.Context, tenant, userUUID string, after *
 
 var _ query.UserCollectionsReader = Reader{}
 
-// userCollectionsPage is how many of a user's collections UserCollectionIDs reads at once.
+// userCollectionsPage is how many of a user's collections UserNonFinalCollectionIDs reads at
+// once.
 const userCollectionsPage = 500
 
-// UserCollectionIDs returns the ids of every one of tenant's collections made for userUUID, newest
-// first: the command side's list of the collections whose keys an erasure destroys
-// (app.UserCollectionIDs).
-func (r Reader) UserCollectionIDs(ctx context.Context, tenant, userUUID string) ([]string, error) {
+// UserNonFinalCollectionIDs returns the ids of tenant's collections made for userUUID that this
+// read model shows in a status that is not final, newest first: the collections a user's erasure
+// ends (app.UserCollections). A final status here is final for good; a non-final one may be
+// behind the event store, which the erasure reads before it decides.
+func (r Reader) UserNonFinalCollectionIDs(ctx context.Context, tenant, userUUID string) ([]string, error) {
 	var (
 		ids   []string
 		after *UserPosition
@@ -126,7 +129,7 @@ func (r Reader) UserCollectionIDs(ctx context.Context, tenant, userUUID string) 
 			return nil, err
 		}
 		for _, row := range rows {
-			if row.Tenant == tenant && row.UserUUID == userUUID {
+			if row.Tenant == tenant && row.UserUUID == userUUID && !collection.Status(row.Status).IsFinal() {
 				ids = append(ids, row.CollectionID)
 			}
 		}

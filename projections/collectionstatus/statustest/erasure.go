@@ -91,23 +91,32 @@ func testProjectorErasesOnUserDeleted(t *testing.T, s collectionstatus.Store) {
 	}
 }
 
-// testReaderUserCollectionIDs lists every collection of a user, through pages, for the erasure
-// of its keys; another tenant's and another user's are not listed.
-func testReaderUserCollectionIDs(t *testing.T, s collectionstatus.Store) {
+// testReaderUserNonFinalCollectionIDs lists every collection of a user whose status is not
+// final, through pages, for its erasure to end them; final ones, another tenant's and another
+// user's are not listed.
+func testReaderUserNonFinalCollectionIDs(t *testing.T, s collectionstatus.Store) {
 	var rows []collectionstatus.Row
 	var want []string
 	for i := range 1203 { // past two of the reader's pages
 		id := "c-" + time.Duration(i).String()
-		rows = append(rows, userRow(id, "acme", listedUser, i, 0))
-		want = append([]string{id}, want...) // newest first
+		row := userRow(id, "acme", listedUser, i, 0)
+		if i%3 == 0 {
+			row.Status = "COMPLETED"
+		} else {
+			want = append([]string{id}, want...) // newest first
+		}
+		if i%3 == 2 {
+			row.Status = "WAITING_FOR_USER_ACTION"
+		}
+		rows = append(rows, row)
 	}
 	rows = append(rows, userRow("c-other-user", "acme", otherUser, 1, 0), userRow("c-other-tenant", "globex", listedUser, 1, 0))
 	upsert(t, s, rows...)
-	got, err := collectionstatus.NewReader(s, suiteKeys).UserCollectionIDs(ctx(t), "acme", listedUser)
+	got, err := collectionstatus.NewReader(s, suiteKeys).UserNonFinalCollectionIDs(ctx(t), "acme", listedUser)
 	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("UserCollectionIDs = %d ids (%v), want %d", len(got), err, len(want))
+		t.Fatalf("UserNonFinalCollectionIDs = %d ids (%v), want %d", len(got), err, len(want))
 	}
-	if none, err := collectionstatus.NewReader(s, suiteKeys).UserCollectionIDs(ctx(t), "acme", "u-none"); err != nil || len(none) != 0 {
+	if none, err := collectionstatus.NewReader(s, suiteKeys).UserNonFinalCollectionIDs(ctx(t), "acme", "u-none"); err != nil || len(none) != 0 {
 		t.Fatalf("a user without collections: %v, %v", none, err)
 	}
 }

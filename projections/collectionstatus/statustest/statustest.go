@@ -59,7 +59,7 @@ func Run(t *testing.T, open Open) {
 		{"ReaderListByUser", testReaderListByUser},
 		{"ErasePersonal", testErasePersonal},
 		{"ProjectorErasesOnUserDeleted", testProjectorErasesOnUserDeleted},
-		{"ReaderUserCollectionIDs", testReaderUserCollectionIDs},
+		{"ReaderUserNonFinalCollectionIDs", testReaderUserNonFinalCollectionIDs},
 	}.Run(t, open)
 }
 
