@@ -129,6 +129,7 @@ func (c apiClient) waitStatus(id string, timeout time.Duration, done func(string
 	for time.Now().Before(deadline) {
 		code, body, _ := c.do("GET", "/collections/"+id+"/status", nil, map[string]string{"Service-Version": "2026-04-01"})
 		if code == http.StatusOK {
+			last = statusBody{} // a map decoded into keeps the keys of an earlier poll
 			if err := json.Unmarshal(body, &last); err != nil {
 				c.t.Fatal(err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/pdfletter"
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore/sqlitekeys"
@@ -299,6 +300,14 @@ func TestErasureEndToEnd(t *testing.T) {
 	// The pending polls show no QR data and no instructions; no input is taken.
 	if pendingExtra(waitingQR, "SWEDISH_MOBILE_EID_ANIMATED_QR_DATA") || pendingExtra(waitingInstructions, "INSTRUCTIONS") {
 		t.Error("a pending poll still shows the QR data or the instructions of the erased user")
+	}
+	// The collections that were pending ended with the erasure: FAILED, saying why, asking the
+	// client nothing (no autostart token to sign with, no input to give).
+	for _, id := range []string{waitingQR, waitingInstructions, awaitingInput} {
+		st := c.waitStatus(id, 10*time.Second, is("FAILED"))
+		if len(st.ExtraInformation) != 1 || st.ExtraInformation["MESSAGE"] != collection.MessageUserErased {
+			t.Errorf("%s ended with %v, want only the erasure's message", id, st.ExtraInformation)
+		}
 	}
 	code, raw := c.supplement(awaitingInput, map[string]any{"inputs": []map[string]string{{"type": "EMAIL", "value": "tolvan@example.se"}}})
 	if code != http.StatusConflict || problemCodeOf(raw) != "USER_DELETED" {

@@ -165,3 +165,30 @@ func TestADeleteStoppedBeforeTheCollectionsEndIsFinished(t *testing.T) {
 	assertEndedForErasure(t, sc, waitingCollection, collection.StatusWaitingForUserAction)
 	assertErased(t, keys, domain.UserSubject(otherUser), true)
 }
+
+// TestSupplyInfoForAnEndedCollectionOfADeletedUser: input for a collection its user's erasure
+// ended is refused as the user's deletion (USER_DELETED), which is why it takes none; a
+// collection that ended otherwise is refused as one that awaits no input.
+func TestSupplyInfoForAnEndedCollectionOfADeletedUser(t *testing.T) {
+	const userID = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
+	f := newFixture(t)
+	erased, other := startedFor(t, f, userID), startedFor(t, f, userID)
+	for id, end := range map[string]func(c *collection.Collection) error{
+		erased: func(c *collection.Collection) error { return c.EndForErasedUser(testNow) },
+		other: func(c *collection.Collection) error {
+			return c.ChangeStatus(collection.StatusContactForm, nil, testNow)
+		},
+	} {
+		if _, _, err := f.repo.Update(context.Background(), id, repository.Meta{Tenant: "acme"}, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.svc.SupplyInfo(context.Background(), supplyCmd(other)); !errors.Is(err, collection.ErrNotAwaitingInput) {
+		t.Fatalf("input for a collection that ended while its user lives = %v", err)
+	}
+	appendUserEvents(t, f, userID, user.Created{UserUUID: userID, ClientID: "acme", CreatedAt: testNow}, user.Deleted{DeletedAt: testNow})
+	before := streamLen(f, erased)
+	if _, err := f.svc.SupplyInfo(context.Background(), supplyCmd(erased)); !errors.Is(err, app.ErrUserDeleted) || streamLen(f, erased) != before {
+		t.Fatalf("input for a collection its user's erasure ended = %v", err)
+	}
+}

@@ -76,6 +76,14 @@ func (s *CollectionService) SupplyInfo(ctx context.Context, cmd SupplyInfo) (Sup
 		// Recording nothing is a retry of a request whose input the collection took, also in
 		// an earlier status.
 		replayed = err == nil && len(c.Recorded()) == 0
+		if errors.Is(err, collection.ErrNotAwaitingInput) && c.UserUUID() != "" && !userChecked {
+			// A deleted user's collections were ended by its erasure: that is why this one
+			// takes no input, and the client is told so.
+			if u, lerr := s.users.Load(ctx, c.UserUUID()); lerr == nil && u.Exists() && u.Deleted() {
+				return ErrUserDeleted
+			}
+			return err
+		}
 		if err != nil || replayed || c.UserUUID() == "" || userChecked {
 			return err
 		}
