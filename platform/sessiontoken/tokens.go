@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/google/uuid"
+
+	"github.com/samla/samla/platform/uuids"
 )
 
 // algorithm is the only JWS algorithm issued and accepted (RFC 8037's EdDSA with Ed25519).
@@ -184,6 +185,11 @@ func (t *Tokens) Verify(token, audience string) (Claims, error) {
 		if tok.Method == nil || tok.Method.Alg() != algorithm {
 			return nil, ErrUnsupportedAlgorithm
 		}
+		if _, ok := tok.Header["crit"]; ok {
+			// RFC 7515 §4.1.11: a token whose crit header names extensions the verifier does
+			// not understand must be refused; Samla understands none and issues none.
+			return nil, fmt.Errorf("%w: crit header", ErrMalformed)
+		}
 		kid, _ = tok.Header["kid"].(string)
 		pub, ok := t.keys.publicKey(kid)
 		if !ok {
@@ -204,12 +210,16 @@ func (t *Tokens) Verify(token, audience string) (Claims, error) {
 		return Claims{}, ErrWrongAudience
 	case c.Subject == "":
 		return Claims{}, fmt.Errorf("%w: no sub", ErrMalformed)
-	case !canonicalUUID(c.Subject):
+	case !uuids.IsCanonical(c.Subject):
 		return Claims{}, fmt.Errorf("%w: sub is not a user uuid", ErrMalformed)
 	case c.ID == "":
 		return Claims{}, fmt.Errorf("%w: no jti", ErrMalformed)
 	case c.IssuedAt == nil || c.NotBefore == nil:
 		return Claims{}, fmt.Errorf("%w: no iat or nbf", ErrMalformed)
+	case c.ExpiresAt.Sub(c.IssuedAt.Time) > MaxTTL:
+		// No deployment issues tokens for longer; one that lives longer was not issued as a
+		// session, whoever signed it (a key that leaked must not mint tokens for years).
+		return Claims{}, fmt.Errorf("%w: valid for %s, more than %s", ErrMalformed, c.ExpiresAt.Sub(c.IssuedAt.Time), MaxTTL)
 	}
 	return Claims{ClientID: c.Audience, UserUUID: c.Subject, TokenID: c.ID, IssuedAt: c.IssuedAt.UTC(),
 		ExpiresAt: c.ExpiresAt.UTC(), KeyID: kid}, nil
@@ -224,6 +234,8 @@ func classify(err error) error {
 		failure = ErrUnsupportedAlgorithm
 	case errors.Is(err, ErrUnknownKey):
 		failure = ErrUnknownKey
+	case errors.Is(err, ErrMalformed): // refused before verification (a crit header)
+		failure = ErrMalformed
 	case errors.Is(err, jwt.ErrTokenUnverifiable):
 		// An alg the library does not know, or none at all: nothing could verify it.
 		failure = ErrUnsupportedAlgorithm
@@ -243,8 +255,3 @@ func classify(err error) error {
 	return fmt.Errorf("%w: %w", failure, err)
 }
 
-// canonicalUUID reports whether s is a UUID in its canonical lowercase form, as user uuids are.
-func canonicalUUID(s string) bool {
-	u, err := uuid.Parse(s)
-	return err == nil && u.String() == s
-}

@@ -183,6 +183,14 @@ func TestVerifyRefusesEachFailureMode(t *testing.T) {
 		{"wrong issuer", handMade(t, edHeader, with("iss", "another-deployment"), signer), "", ErrWrongIssuer},
 		{"missing sub", handMade(t, edHeader, with("sub", nil), signer), "", ErrMalformed},
 		{"sub that is no user uuid", handMade(t, edHeader, with("sub", "admin"), signer), "", ErrMalformed},
+		{"sub in uppercase", handMade(t, edHeader, with("sub", strings.ToUpper(testUser)), signer), "", ErrMalformed},
+		// Signed with our key but valid for years: no deployment issues that, a leaked key might.
+		{"exp years after iat", handMade(t, edHeader, with("exp", testNow.Add(5*365*24*time.Hour).Unix()), signer), "", ErrMalformed},
+		{"exp just past the longest TTL", handMade(t, edHeader, with("exp", testNow.Add(MaxTTL+time.Second).Unix()), signer), "", ErrMalformed},
+		{"a crit header", handMade(t, map[string]any{"alg": "EdDSA", "typ": "JWT", "kid": kid, "crit": []string{"exp"}}, validPayload(), signer),
+			"", ErrMalformed},
+		{"a crit header naming an extension", handMade(t, map[string]any{"alg": "EdDSA", "kid": kid, "crit": []string{"samla-x"}, "samla-x": true},
+			validPayload(), signer), "", ErrMalformed},
 		{"missing aud", handMade(t, edHeader, with("aud", nil), signer), "", ErrMalformed},
 		{"aud of two clients", handMade(t, edHeader, with("aud", []string{testClient, "other"}), signer), "", ErrMalformed},
 		{"missing exp", handMade(t, edHeader, with("exp", nil), signer), "", ErrMalformed},
@@ -272,5 +280,22 @@ func BenchmarkVerify(b *testing.B) {
 		if _, err := tokens.Verify(issued.Token, testClient); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestTheLongestTTLVerifies: the bound on a token's lifetime refuses only what no deployment
+// issues.
+func TestTheLongestTTLVerifies(t *testing.T) {
+	keys := generate(t)
+	tokens, err := New(keys, Config{Issuer: testIssuer, TTL: MaxTTL, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued, err := tokens.Issue(testClient, testUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.Verify(issued.Token, testClient); err != nil {
+		t.Fatalf("a token of the longest TTL: %v", err)
 	}
 }
