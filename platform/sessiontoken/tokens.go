@@ -254,4 +254,3 @@ func classify(err error) error {
 	}
 	return fmt.Errorf("%w: %w", failure, err)
 }
-
