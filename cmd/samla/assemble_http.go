@@ -95,9 +95,10 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key,
 			Users:           userService,
 			CollectionUsers: collectionUsers{status: collectionstatus.NewReader(s.models.Status, s.keys)},
-			// A DELETE answers once the session check refuses the user; a deletion that a
-			// projection of this very process does not show in time is a fault.
-			UserDeletions: &httpcmd.DeletionWatch{Users: sessions.users, Local: s.roles.Project}})
+			// A DELETE answers once the users read model, which the session check asks, shows
+			// the deletion; one that a projection of this very process does not show in time is
+			// a fault.
+			UserDeletions: &httpcmd.DeletionWatch{Users: readModelDeletions{model: sessions.users.model}, Local: s.roles.Project}})
 		// A session is issued for a user the event store knows to be live: a user can have one
 		// the moment POST /users answered, before the users read model shows it.
 		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: userService})

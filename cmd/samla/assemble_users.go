@@ -85,3 +85,18 @@ func (l sessionLiveness) IsLiveUser(ctx context.Context, clientID, userUUID stri
 	}
 	return live, nil
 }
+
+// readModelDeletions is what DELETE /users/{userUuid} waits on (httpcmd.DeletedUsers): the users
+// read model alone. The session check also asks the event store about a user the read model has
+// not seen yet, which says "not live" the moment the user is deleted; but a read model that then
+// applies the user's creation before its deletion would let the user's tokens work again for a
+// moment after the 204. Only the read model showing the deletion ends them for good.
+type readModelDeletions struct{ model users.Reader }
+
+func (d readModelDeletions) IsDeletedUser(ctx context.Context, clientID, userUUID string) (bool, error) {
+	known, err := d.model.Liveness(ctx, clientID, userUUID)
+	if err != nil {
+		return false, err
+	}
+	return known == users.Deleted, nil
+}

@@ -351,3 +351,64 @@ func TestSessionRightAfterCreatingTheUser(t *testing.T) {
 		t.Fatalf("a session of the deleted user = %d %s", code, body)
 	}
 }
+
+// TestDeleteWaitsUntilTheUsersReadModelShowsIt: a user deleted before the users read model saw it
+// created (here: its projection is stopped) is refused by the session check at once, from the
+// event store; but the read model, once it runs, applies the creation before the deletion, and
+// would let the user's token work again for a moment. So the DELETE answers only once the read
+// model itself shows the deletion, and the token never works again after the 204.
+func TestDeleteWaitsUntilTheUsersReadModelShowsIt(t *testing.T) {
+	dir := t.TempDir()
+	broker, err := kafka.StartEmbedded(filepath.Join(dir, "broker"), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	run := func(roles Roles) *Service {
+		cfg := testConfig(t, dir)
+		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		svc, err := Start(t.Context(), cfg, roles, testLogger(t))
+		if err != nil {
+			t.Fatalf("start %+v: %v", roles, err)
+		}
+		return svc
+	}
+	relay := run(Roles{Relay: true})
+	defer stop(t, relay)
+	project := run(Roles{Project: true})
+	command := run(Roles{Command: true})
+	defer stop(t, command)
+	c := apiClient{t: t, base: "http://" + command.HTTPAddr(), key: testAPIKey}
+	waitAuthenticated(t, c)
+	stop(t, project) // the users read model sees nothing until it starts again
+
+	code, body, _ := c.do("POST", "/users", map[string]any{"externalId": "deleted-unseen"}, map[string]string{"Service-Version": v2})
+	var u struct{ UserUUID string }
+	if code != http.StatusCreated || json.Unmarshal(body, &u) != nil {
+		t.Fatalf("POST /users = %d %s", code, body)
+	}
+	token, _ := c.createSession(u.UserUUID)
+	s := c.session(token)
+
+	deleted := make(chan int, 1)
+	go func() {
+		code, _, _ := c.do("DELETE", "/users/"+u.UserUUID, nil, map[string]string{"Service-Version": v2})
+		deleted <- code
+	}()
+	select {
+	case code := <-deleted:
+		t.Fatalf("DELETE = %d while the users read model has not seen the user", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	s.expect("POST", "/collections", collectionBody(u.UserUUID), http.StatusUnauthorized, "TOKEN_REVOKED")
+
+	project = run(Roles{Project: true})
+	defer stop(t, project)
+	if code := <-deleted; code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d once the read model runs", code)
+	}
+	// The read model shows the deletion: the token stays refused, whatever else it applies.
+	for range 5 {
+		s.expect("POST", "/collections", collectionBody(u.UserUUID), http.StatusUnauthorized, "TOKEN_REVOKED")
+	}
+}

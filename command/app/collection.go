@@ -19,6 +19,7 @@ import (
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/domain/user"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // Catalog is the port to the company catalog (*company.Catalog, in domain/company, satisfies
@@ -152,11 +153,11 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 		return Created{}, fmt.Errorf("start collection without a tenant: %w", domain.ErrInvalid)
 	}
 	if cmd.UserUUID != "" {
-		u, err := uuid.Parse(cmd.UserUUID)
-		if err != nil {
+		id, ok := uuids.Canonical(cmd.UserUUID)
+		if !ok {
 			return Created{}, fmt.Errorf("start collection: %w", &domain.FieldError{Field: FieldUserUUID, Reason: "must be a UUID"})
 		}
-		cmd.UserUUID = u.String() // one spelling per user, whatever form the client sent
+		cmd.UserUUID = id // one spelling per user, whatever case the client sent
 	}
 	co, err := s.catalog.Get(cmd.Company)
 	switch {

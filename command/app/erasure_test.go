@@ -87,7 +87,7 @@ func TestScenarioDeleteErases(t *testing.T) {
 	}
 	t.Run("releases the externalId, then destroys the user's key and no other", func(t *testing.T) {
 		_, keys, then := given(t)
-		then(user.Deleted{DeletedAt: created}, user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: created})
+		then(user.Deleted{DeletedAt: created}, user.ExternalIDReleased{ReleasedAt: created, Personal: &user.ReleasedBy{UserUUID: otherUser}})
 		assertErased(t, keys, domain.UserSubject(otherUser), true)
 		assertNoKey(t, keys, domain.CollectionSubject(erasedCollection)) // its collections' subject is the user's
 		assertErased(t, keys, domain.CollectionSubject(keptCollection), false)
@@ -102,8 +102,8 @@ func TestScenarioDeleteErases(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The stream as it opens once erased: the created event without its externalId.
-		sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0"), user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: created}).
-			Given(user.StreamName(otherUser), user.Created{UserUUID: otherUser, ClientID: "acme", RequestHash: "hash-0", CreatedAt: created},
+		sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0"), user.ExternalIDReleased{ReleasedAt: created, Personal: &user.ReleasedBy{UserUUID: otherUser}}).
+			Given(user.StreamName(otherUser), user.Created{UserUUID: otherUser, ClientID: "acme", CreatedAt: created},
 				user.Deleted{DeletedAt: created}).
 			When(deleteUser(svc, "acme", otherUser)).Then()
 		assertErased(t, keys, domain.UserSubject(otherUser), true)
@@ -161,7 +161,7 @@ func TestScenarioFinishErasure(t *testing.T) {
 		envs := sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 			Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"), user.Deleted{DeletedAt: created}).
 			When(finishErasure(svc, otherUser)).
-			Then(user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: created})
+			Then(user.ExternalIDReleased{ReleasedAt: created, Personal: &user.ReleasedBy{UserUUID: otherUser}})
 		if envs[0].Tenant != "acme" || envs[0].CausationID != "evt-deleted" || envs[0].CorrelationID != "corr-9" ||
 			envs[0].Actor != "samla:erasure" {
 			t.Fatalf("release envelope %+v", envs[0])
@@ -232,7 +232,7 @@ func TestIsLiveUserReadsTheEventStore(t *testing.T) {
 // existed), takes it.
 func TestSupplyInfoForADeletedUsersCollection(t *testing.T) {
 	const userID = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
-	createdUser := user.Created{UserUUID: userID, ClientID: "acme", RequestHash: "h", CreatedAt: testNow}
+	createdUser := user.Created{UserUUID: userID, ClientID: "acme", CreatedAt: testNow}
 	for _, tc := range []struct {
 		name    string
 		user    []domain.Event

@@ -2,11 +2,17 @@ package app_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/command/eventstore/memstore"
+	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 )
 
 // The fingerprint of a request with an Idempotency-Key is personal data: it is stored sealed
@@ -89,4 +95,70 @@ func TestScenarioReservationOfAnErasedHolder(t *testing.T) {
 			return err
 		}).
 		Then(user.ExternalIDReleased{ReleasedAt: created}, reservedFor(keyed, "hash-1"), userCreated(keyed, "customer-42", "hash-1"))
+}
+
+// TestReservationNamesNoUser: with the repositories sealing as the service runs them, an
+// externalId's reservation stream, held by one user and then by the next, never names either
+// user: not in plain text, and not as the subject its holds are sealed under (a sealed form
+// names its subject in plain text). Erasing the first user destroys its hold's key, so that
+// what is left says only that some user held the externalId; the next user's hold still reads.
+func TestReservationNamesNoUser(t *testing.T) {
+	ctx := context.Background()
+	reg, err := eventschema.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New()
+	keys := keystore.NewMemory()
+	reservations := repository.New(store, reg, user.ReservationKind, repository.WithKeys(keys))
+	svc := app.NewUserService(repository.New(store, reg, user.Kind, repository.WithKeys(keys)), reservations, userSecret,
+		app.Erasure{Keys: keys, Collections: userCollections{}, Ends: repository.New(store, reg, collection.Kind, repository.WithKeys(keys))}, nil)
+	first, err := svc.Create(ctx, app.CreateUser{Tenant: "acme", ExternalID: "customer-42", RequestHash: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Delete(ctx, app.DeleteUser{Tenant: "acme", UserUUID: first.UserUUID}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := svc.Create(ctx, app.CreateUser{Tenant: "acme", ExternalID: "customer-42", RequestHash: "h2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := user.ExternalIDKey(userSecret, "acme", "customer-42")
+	envs, err := store.ReadStream(ctx, user.ReservationStreamName(key), 0, 0)
+	if err != nil || len(envs) != 3 {
+		t.Fatalf("reservation stream = %d events, %v", len(envs), err)
+	}
+	holds := map[string]bool{}
+	for _, env := range envs {
+		for _, id := range []string{first.UserUUID, next.UserUUID} {
+			if strings.Contains(string(env.Payload), id) {
+				t.Errorf("%s names user %s: %s", env.Type, id, env.Payload)
+			}
+		}
+		subject, sealed, _ := eventschema.InspectPersonal(env.Payload)
+		if !sealed || !strings.HasPrefix(subject, "holder-") {
+			t.Errorf("%s is sealed under %q (sealed %v)", env.Type, subject, sealed)
+		}
+		holds[subject] = true
+	}
+	if len(holds) != 2 {
+		t.Fatalf("holds %v: want the first user's and the next one's", holds)
+	}
+	r, err := reservations.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder, held := r.Holder(); !held || holder.UserUUID != next.UserUUID {
+		t.Fatalf("holder %+v held %v", holder, held)
+	}
+	erased := 0
+	for subject := range holds {
+		if _, err := keys.Get(ctx, subject); errors.Is(err, eventschema.ErrSubjectErased) {
+			erased++
+		}
+	}
+	if erased != 1 {
+		t.Fatalf("%d of the holds' keys erased, want the first user's", erased)
+	}
 }

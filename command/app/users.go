@@ -14,6 +14,7 @@ import (
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // UserRepository is the port to the event-sourced users (*repository.Repository[*user.User]
@@ -72,10 +73,12 @@ type CreateUser struct {
 	IdempotencyKey string // "" when the client sent none
 	ExternalID     string // personal data: never logged
 	// RequestHash identifies the request's content, so that a retry with the same key can be told
-	// from a different request reusing the key.
-	RequestHash   string
-	CorrelationID string
-	RequestID     string // becomes the events' causation id
+	// from a different request reusing the key; LegacyRequestHash is the same in the scheme
+	// before ("" for none), by which a user an older build created is recognised.
+	RequestHash       string
+	LegacyRequestHash string
+	CorrelationID     string
+	RequestID         string // becomes the events' causation id
 }
 
 // UserCreated is the outcome of a create: the first response, also when a retry replays it.
@@ -129,6 +132,17 @@ type UserService struct {
 	secret       []byte
 	erasure      Erasure
 	now          func() time.Time
+	holdToken    func(userUUID string) string
+}
+
+// UserServiceOption adjusts a UserService.
+type UserServiceOption func(*UserService)
+
+// WithHoldTokens sets how the token of a user's hold on its externalId's reservation is made
+// (domain.HolderSubject). The default is a random UUID, which nothing but the user's own sealed
+// personal data links to the user; tests make it predictable.
+func WithHoldTokens(token func(userUUID string) string) UserServiceOption {
+	return func(s *UserService) { s.holdToken = token }
 }
 
 // NewUserService builds the service. secret keys the hashes that name the externalId
@@ -136,7 +150,8 @@ type UserService struct {
 // as the idempotency fingerprints' key is, or an externalId reserved under one key would be free
 // under another. erasure is required: a deletion that erased nothing would leave the user's
 // personal data readable for good. now nil means time.Now.
-func NewUserService(users UserRepository, reservations ReservationRepository, secret []byte, erasure Erasure, now func() time.Time) *UserService {
+func NewUserService(users UserRepository, reservations ReservationRepository, secret []byte, erasure Erasure, now func() time.Time,
+	opts ...UserServiceOption) *UserService {
 	if len(secret) == 0 {
 		panic("app.NewUserService: the externalId secret is required")
 	}
@@ -146,13 +161,18 @@ func NewUserService(users UserRepository, reservations ReservationRepository, se
 	if now == nil {
 		now = time.Now
 	}
-	return &UserService{users: users, reservations: reservations, secret: secret, erasure: erasure, now: now}
+	s := &UserService{users: users, reservations: reservations, secret: secret, erasure: erasure, now: now,
+		holdToken: func(string) string { return uuid.NewString() }}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // IsLiveUser tells whether the client has this user and it is not deleted, from the event store:
 // a user is live the moment POST /users answered, before any read model shows it.
 func (s *UserService) IsLiveUser(ctx context.Context, clientID, userUUID string) (bool, error) {
-	if id, err := uuid.Parse(userUUID); err != nil || id.String() != userUUID {
+	if !uuids.IsCanonical(userUUID) {
 		return false, nil // names no stream of ours
 	}
 	u, err := s.users.Load(ctx, userUUID)
@@ -207,12 +227,13 @@ func (s *UserService) Create(ctx context.Context, cmd CreateUser) (UserCreated, 
 	}
 
 	key := user.ExternalIDKey(s.secret, cmd.Tenant, cmd.ExternalID)
-	if err := s.reserve(ctx, key, id, cmd, meta, now); err != nil {
+	holderSubject, err := s.reserve(ctx, key, id, cmd, meta, now)
+	if err != nil {
 		return UserCreated{}, err
 	}
 
 	var out UserCreated
-	_, _, err := s.users.Update(ctx, id, meta, func(u *user.User) error {
+	_, _, err = s.users.Update(ctx, id, meta, func(u *user.User) error {
 		if u.Exists() {
 			// A racing retry with the same key, or whoever completed this user from its
 			// reservation (see reserve), stored it first: answer as it was answered.
@@ -222,7 +243,7 @@ func (s *UserService) Create(ctx context.Context, cmd CreateUser) (UserCreated, 
 		}
 		out = UserCreated{UserUUID: id, ExternalID: cmd.ExternalID, CreatedAt: now}
 		return u.Create(user.CreateRequest{UserUUID: id, ClientID: cmd.Tenant, ExternalID: cmd.ExternalID,
-			RequestHash: cmd.RequestHash}, now)
+			RequestHash: cmd.RequestHash, HolderSubject: holderSubject}, now)
 	}, opts...)
 	if errors.Is(err, ErrIdempotencyKeyReused) {
 		// A racing request with this key and another externalId created the user: this
@@ -239,7 +260,9 @@ func (s *UserService) Create(ctx context.Context, cmd CreateUser) (UserCreated, 
 	return out, nil
 }
 
-// reserve claims the externalId's reservation for user id. A reservation held by another user is
+// reserve claims the externalId's reservation for user id and returns the data subject of the
+// user's hold on it: a new one (domain.HolderSubject of a random token), or the one its hold has
+// when the user holds it already (a racing retry). A reservation held by another user is
 // what it says only when that user exists, is live and has this externalId; reserve repairs the
 // other states it can find a reservation in, and then looks again:
 //   - the holder has no stream: its creator stopped (or has not yet got) between the reservation
@@ -248,22 +271,33 @@ func (s *UserService) Create(ctx context.Context, cmd CreateUser) (UserCreated, 
 //     creator's own append then finds it and answers with it.
 //   - the holder was deleted, or holds another externalId (a request that lost a race on its
 //     Idempotency-Key): the reservation is released in the holder's name.
-func (s *UserService) reserve(ctx context.Context, key, id string, cmd CreateUser, meta repository.Meta, now time.Time) error {
+//   - the holder was erased before its release: the reservation is released in nobody's name.
+func (s *UserService) reserve(ctx context.Context, key, id string, cmd CreateUser, meta repository.Meta, now time.Time) (string, error) {
+	claim := user.Claim{ClientID: cmd.Tenant, UserUUID: id, RequestHash: cmd.RequestHash,
+		Subject: domain.HolderSubject(s.holdToken(id))}
 	for range maxReserveRounds {
-		_, _, err := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
-			return r.Reserve(cmd.Tenant, id, cmd.RequestHash, now)
-		})
+		r, _, err := s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error { return r.Reserve(claim, now) })
 		var taken *user.TakenError
 		if !errors.As(err, &taken) {
 			if err != nil {
-				return fmt.Errorf("create user: reserve its externalId: %w", err)
+				return "", fmt.Errorf("create user: reserve its externalId: %w", err)
 			}
-			return nil
+			holder, _ := r.Holder()
+			return holder.Subject, nil
 		}
 		holder := taken.Holder
+		if holder.Erased() {
+			// Only a deleted user is erased, and its erasure releases what it held first; a
+			// release that did not happen then happens now, in nobody's name.
+			_, _, err = s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error { return r.ReleaseErased(now) })
+			if err != nil {
+				return "", fmt.Errorf("create user: release an erased holder's reservation: %w", err)
+			}
+			continue
+		}
 		held, err := s.users.Load(ctx, holder.UserUUID)
 		if err != nil {
-			return fmt.Errorf("create user: load the externalId's holder: %w", err)
+			return "", fmt.Errorf("create user: load the externalId's holder: %w", err)
 		}
 		switch {
 		case !held.Exists():
@@ -272,29 +306,31 @@ func (s *UserService) reserve(ctx context.Context, key, id string, cmd CreateUse
 					return nil // its creator got there first
 				}
 				return u.Create(user.CreateRequest{UserUUID: holder.UserUUID, ClientID: holder.ClientID,
-					ExternalID: cmd.ExternalID, RequestHash: holder.RequestHash}, holder.ReservedAt)
+					ExternalID: cmd.ExternalID, RequestHash: holder.RequestHash, HolderSubject: holder.Subject}, holder.ReservedAt)
 			})
 			if err != nil {
-				return fmt.Errorf("create user: complete the externalId's holder: %w", err)
+				return "", fmt.Errorf("create user: complete the externalId's holder: %w", err)
 			}
 		case held.Live(cmd.Tenant) && held.ExternalID() == cmd.ExternalID:
-			return fmt.Errorf("create user: %w", taken)
+			return "", fmt.Errorf("create user: %w", taken)
 		default:
 			_, _, err = s.reservations.Update(ctx, key, meta, func(r *user.Reservation) error {
 				return r.Release(holder.UserUUID, now)
 			})
 			if err != nil {
-				return fmt.Errorf("create user: release a stale reservation: %w", err)
+				return "", fmt.Errorf("create user: release a stale reservation: %w", err)
 			}
 		}
 	}
-	return fmt.Errorf("create user: the externalId's reservation kept changing for %d rounds: %w", maxReserveRounds, eventstore.ErrWrongExpectedRevision)
+	return "", fmt.Errorf("create user: the externalId's reservation kept changing for %d rounds: %w", maxReserveRounds, eventstore.ErrWrongExpectedRevision)
 }
 
 // replayUser answers a request whose Idempotency-Key already created a user, or whose user was
-// completed by another request (see reserve).
+// completed by another request (see reserve). The first request is known by its fingerprint,
+// kept with the user's personal data: once the user is erased no request is the first, and every
+// retry is a key reused, whatever externalId it names, so that none confirms a guessed one.
 func replayUser(existing *user.User, cmd CreateUser) (UserCreated, error) {
-	if existing.ClientID() != cmd.Tenant || existing.RequestHash() != cmd.RequestHash {
+	if existing.ClientID() != cmd.Tenant || !domain.SameRequest(existing.RequestHash(), cmd.RequestHash, cmd.LegacyRequestHash) {
 		return UserCreated{}, ErrIdempotencyKeyReused
 	}
 	// The request's externalId is the first one: the request hash covers it. The stored one may
@@ -316,8 +352,7 @@ func (s *UserService) Delete(ctx context.Context, cmd DeleteUser) error {
 	if cmd.Tenant == "" {
 		return fmt.Errorf("delete user without a tenant: %w", domain.ErrInvalid)
 	}
-	id, err := uuid.Parse(cmd.UserUUID)
-	if err != nil || id.String() != cmd.UserUUID {
+	if !uuids.IsCanonical(cmd.UserUUID) {
 		return fmt.Errorf("delete user: %w", ErrUserNotFound)
 	}
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
@@ -370,12 +405,14 @@ func (s *UserService) FinishErasure(ctx context.Context, cmd FinishErasure) erro
 //  2. the user's collections that still run are ended (FAILED, collection.EndForErasedUser):
 //     none may go on, or keep asking its client for a signature or input, without the personal
 //     data it was started with.
-//  3. the user's key is destroyed, erasing its personal data in the event store, the Kafka log
-//     and the read models at once; the projections then blank the read models' copies. Being
-//     last, a destroyed user key says that the erasure is complete.
+//  3. the key of the user's hold on its externalId's reservation is destroyed (its own subject,
+//     domain.HolderSubject, so that the reservation's stream names no user), then the user's
+//     key, erasing its personal data in the event store, the Kafka log and the read models at
+//     once; the projections then blank the read models' copies. Being last, a destroyed user
+//     key says that the erasure is complete.
 //
-// Nothing of a user is sealed under another subject: its collections' personal data is the
-// user's (collection.DataSubject), so the one key is all there is to destroy.
+// Nothing else of a user is sealed under another subject: its collections' personal data is the
+// user's (collection.DataSubject).
 func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.Meta, now time.Time) error {
 	if externalID := u.ExternalID(); externalID != "" {
 		key := user.ExternalIDKey(s.secret, u.ClientID(), externalID)
@@ -398,6 +435,11 @@ func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.M
 		})
 		if err != nil {
 			return fmt.Errorf("erase: end collection %s: %w", id, err)
+		}
+	}
+	if hold := u.HolderSubject(); hold != "" {
+		if err := s.erasure.Keys.Destroy(ctx, hold); err != nil {
+			return fmt.Errorf("erase: destroy the key of its hold on its externalId: %w", err)
 		}
 	}
 	if err := s.erasure.Keys.Destroy(ctx, u.DataSubject()); err != nil {

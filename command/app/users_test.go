@@ -50,8 +50,15 @@ func erasingScenario(t *testing.T, collections userCollections) (*commandtest.Sc
 	sc := commandtest.New(t, testNow)
 	keys := keystore.NewMemory()
 	return sc, app.NewUserService(commandtest.Repository(sc, user.Kind), commandtest.Repository(sc, user.ReservationKind),
-		userSecret, app.Erasure{Keys: keys, Collections: collections, Ends: commandtest.Repository(sc, collection.Kind)}, sc.Clock()), keys
+		userSecret, app.Erasure{Keys: keys, Collections: collections, Ends: commandtest.Repository(sc, collection.Kind)}, sc.Clock(),
+		app.WithHoldTokens(holdToken)), keys
 }
+
+// holdToken makes the token of a user's hold on its externalId predictable in these tests.
+func holdToken(userUUID string) string { return "hold-of-" + userUUID }
+
+// holdOf is the data subject of a user's hold on its externalId in these tests.
+func holdOf(userUUID string) string { return domain.HolderSubject(holdToken(userUUID)) }
 
 func createUserCmd(key, externalID, hash string) app.CreateUser {
 	return app.CreateUser{Tenant: "acme", IdempotencyKey: key, ExternalID: externalID, RequestHash: hash,
@@ -63,12 +70,13 @@ func reservationOf(externalID string) string {
 }
 
 func userCreated(id, externalID, hash string) user.Created {
-	return user.Created{UserUUID: id, ClientID: "acme", RequestHash: hash, CreatedAt: created,
-		Personal: &user.CreatedPerson{ExternalID: externalID}}
+	return user.Created{UserUUID: id, ClientID: "acme", CreatedAt: created,
+		Personal: &user.CreatedPerson{ExternalID: externalID, RequestHash: hash, HolderSubject: holdOf(id)}}
 }
 
 func reservedFor(id, hash string) user.ExternalIDReserved {
-	return user.ExternalIDReserved{ClientID: "acme", UserUUID: id, RequestHash: hash, ReservedAt: created}
+	return user.ExternalIDReserved{ClientID: "acme", ReservedAt: created,
+		Personal: &user.ReservedBy{UserUUID: id, RequestHash: hash, Subject: holdOf(id)}}
 }
 
 func createUser(svc *app.UserService, cmd app.CreateUser, out *app.UserCreated) func(context.Context) error {
@@ -185,7 +193,7 @@ func TestScenarioCreateUser(t *testing.T) {
 		sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 			Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"), user.Deleted{DeletedAt: created}).
 			When(createUser(svc, createUserCmd("key-1", "customer-42", "hash-1"), nil)).
-			Then(user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: created}, reservedFor(keyed, "hash-1"),
+			Then(user.ExternalIDReleased{ReleasedAt: created, Personal: &user.ReleasedBy{UserUUID: otherUser}}, reservedFor(keyed, "hash-1"),
 				userCreated(keyed, "customer-42", "hash-1"))
 	})
 	t.Run("a reservation held by a user with another externalId is released and taken", func(t *testing.T) {
@@ -195,13 +203,13 @@ func TestScenarioCreateUser(t *testing.T) {
 		sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 			Given(user.StreamName(otherUser), userCreated(otherUser, "customer-7", "hash-0")).
 			When(createUser(svc, createUserCmd("key-1", "customer-42", "hash-1"), nil)).
-			Then(user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: created}, reservedFor(keyed, "hash-1"),
+			Then(user.ExternalIDReleased{ReleasedAt: created, Personal: &user.ReleasedBy{UserUUID: otherUser}}, reservedFor(keyed, "hash-1"),
 				userCreated(keyed, "customer-42", "hash-1"))
 	})
 	t.Run("an externalId of another client is free", func(t *testing.T) {
 		sc, svc := userScenario(t)
 		other := user.ReservationStreamName(user.ExternalIDKey(userSecret, "globex", "customer-42"))
-		sc.Given(other, user.ExternalIDReserved{ClientID: "globex", UserUUID: otherUser, RequestHash: "h", ReservedAt: created}).
+		sc.Given(other, user.ExternalIDReserved{ClientID: "globex", ReservedAt: created, Personal: &user.ReservedBy{UserUUID: otherUser, RequestHash: "h"}}).
 			When(createUser(svc, createUserCmd("key-1", "customer-42", "hash-1"), nil)).
 			Then(reservedFor(keyed, "hash-1"), userCreated(keyed, "customer-42", "hash-1"))
 	})
@@ -216,7 +224,7 @@ func TestScenarioDeleteUser(t *testing.T) {
 	t.Run("records the deletion and releases the externalId", func(t *testing.T) {
 		sc, svc := userScenario(t)
 		envs := given(sc).When(deleteUser(svc, "acme", otherUser)).
-			Then(user.Deleted{DeletedAt: later}, user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: later})
+			Then(user.Deleted{DeletedAt: later}, user.ExternalIDReleased{ReleasedAt: later, Personal: &user.ReleasedBy{UserUUID: otherUser}})
 		if envs[1].Stream != reservationOf("customer-42") || envs[0].CausationID != "req-2" {
 			t.Fatalf("envelopes %+v", envs)
 		}
@@ -234,7 +242,7 @@ func TestScenarioDeleteUser(t *testing.T) {
 	t.Run("a second delete records nothing", func(t *testing.T) {
 		sc, svc := userScenario(t)
 		sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0"),
-			user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: later}).
+			user.ExternalIDReleased{ReleasedAt: later, Personal: &user.ReleasedBy{UserUUID: otherUser}}).
 			Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"), user.Deleted{DeletedAt: later}).
 			When(deleteUser(svc, "acme", otherUser)).Then()
 	})
@@ -243,12 +251,12 @@ func TestScenarioDeleteUser(t *testing.T) {
 		given(sc)
 		sc.Given(user.StreamName(otherUser), user.Deleted{DeletedAt: later}).
 			When(deleteUser(svc, "acme", otherUser)).
-			Then(user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: later})
+			Then(user.ExternalIDReleased{ReleasedAt: later, Personal: &user.ReleasedBy{UserUUID: otherUser}})
 	})
 	t.Run("the externalId can be used again after the delete", func(t *testing.T) {
 		sc, svc := userScenario(t)
 		given(sc).Given(user.StreamName(otherUser), user.Deleted{DeletedAt: later}).
-			Given(reservationOf("customer-42"), user.ExternalIDReleased{UserUUID: otherUser, ReleasedAt: later})
+			Given(reservationOf("customer-42"), user.ExternalIDReleased{ReleasedAt: later, Personal: &user.ReleasedBy{UserUUID: otherUser}})
 		keyed := app.UserIDForKey("acme", "key-1")
 		sc.When(createUser(svc, createUserCmd("key-1", "customer-42", "hash-1"), nil)).
 			Then(reservedFor(keyed, "hash-1"), userCreated(keyed, "customer-42", "hash-1"))

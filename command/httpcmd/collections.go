@@ -27,6 +27,7 @@ import (
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // Problem codes of the collection commands.
@@ -390,10 +391,13 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 	errs := validateCommon(req.Company, req.LoginMethod)
 	in := startInput{company: req.Company, loginMethod: req.LoginMethod}
 	if req.UserUUID != nil {
-		in.userUUID = *req.UserUUID
-		if in.userUUID == "" {
+		// One spelling per user, whatever case the client sent: a session's own user in
+		// uppercase is still its own user, and the request hash covers the user, not the case.
+		id, ok := uuids.Canonical(*req.UserUUID)
+		if !ok {
 			errs = append(errs, httpapi.FieldError{Field: "userUuid", Message: "must be a UUID"})
 		}
+		in.userUUID = id
 	}
 
 	canonical := make([]any, 0, len(req.Parameters))

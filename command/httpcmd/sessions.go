@@ -5,10 +5,10 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/sessiontoken"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // SessionIssuer signs users' session tokens (*sessiontoken.Tokens).
@@ -64,10 +64,10 @@ func (h *sessionHandlers) create(c *gin.Context) {
 			return
 		}
 	}
-	userUUID := c.Param(httpapi.SessionUserParam)
+	userUUID, ok := uuids.Canonical(c.Param(httpapi.SessionUserParam))
 	ctx := c.Request.Context()
 	client := httpapi.ClientID(c)
-	if id, err := uuid.Parse(userUUID); err != nil || id.String() != userUUID {
+	if !ok {
 		sessionUserNotFound(c) // a malformed id names no user; looking it up would only cost a read
 		return
 	}

@@ -175,10 +175,22 @@ func TestCreateSessionRefusals(t *testing.T) {
 	for _, tc := range []struct{ user, key string }{
 		{"00000000-0000-4000-8000-000000000000", acmeKey},
 		{"not-a-uuid", acmeKey},
-		{strings.ToUpper(aliceUUID), acmeKey},
+		{"{" + aliceUUID + "}", acmeKey},
 		{aliceUUID, globexKey},
 	} {
 		problemOf(t, e.do(http.MethodPost, "/users/"+tc.user+"/sessions", "", tc.key, ""), http.StatusNotFound, httpcmd.CodeUserNotFound)
+	}
+	// A user's id in uppercase is that user (uuids.Canonical): the session is its own.
+	if w := e.do(http.MethodPost, "/users/"+strings.ToUpper(aliceUUID)+"/sessions", "", acmeKey, ""); w.Code != http.StatusCreated {
+		t.Errorf("a session of the user's id in uppercase = %d %s", w.Code, w.Body)
+	} else {
+		var body struct{ Token string }
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if claims, err := e.tokens.Verify(body.Token, "acme"); err != nil || claims.UserUUID != aliceUUID {
+			t.Errorf("the session's user = %+v, %v; want %s", claims, err, aliceUUID)
+		}
 	}
 	// Only from 2026-04-01 on.
 	problemOf(t, e.do(http.MethodPost, path, "", acmeKey, "", httpapi.HeaderServiceVersion, string(httpapi.V20250101)),

@@ -7,13 +7,13 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // Problem codes of supplement-info and of the collection resource.
@@ -263,16 +263,15 @@ func cannotCancel(c *gin.Context) {
 		"A collection cannot be cancelled by the client; it ends by itself in a final status.")
 }
 
-// pathCollectionID returns the path's id in canonical form, or answers 404: a malformed id names
-// no collection, and loading it would only cost a read.
+// pathCollectionID returns the path's id in canonical form (uuids.Canonical, any case), or
+// answers 404: a malformed id names no collection, and loading it would only cost a read.
 func pathCollectionID(c *gin.Context) (string, bool) {
-	raw := c.Param("collectionId")
-	id, err := uuid.Parse(raw)
-	if err != nil || id.String() != raw {
+	id, ok := uuids.Canonical(c.Param("collectionId"))
+	if !ok {
 		collectionNotFound(c)
 		return "", false
 	}
-	return raw, true
+	return id, true
 }
 
 func collectionNotFound(c *gin.Context) {

@@ -177,14 +177,15 @@ func TestSupplementInfoNotFound(t *testing.T) {
 		"another client's": {id, globexKey},
 		"unknown":          {uuid.NewString(), acmeKey},
 		"not a uuid":       {"not-a-uuid", acmeKey},
-		"non-canonical":    {strings.ToUpper(id), acmeKey},
+		"braced":           {"{" + id + "}", acmeKey},
 	} {
 		t.Run(name, func(t *testing.T) {
 			problemOf(t, e.supplement(t, tc.id, contactBody, tc.key, ""), http.StatusNotFound, httpcmd.CodeCollectionNotFound)
 		})
 	}
-	// The other client's attempt changed nothing: the owner can still supply.
-	accepted(t, e.supplement(t, id, contactBody, "", ""))
+	// The other client's attempt changed nothing: the owner can still supply, and the id in
+	// uppercase is the same collection.
+	accepted(t, e.supplement(t, strings.ToUpper(id), contactBody, "", ""))
 }
 
 func TestSupplementInfoIdempotency(t *testing.T) {

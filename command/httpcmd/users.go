@@ -13,6 +13,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // Problem codes of the user commands.
@@ -26,11 +27,21 @@ const (
 	CodeUserDeleted = "USER_DELETED"
 )
 
+// DeletedUsers tells whether the users read model shows a client's user as deleted.
+type DeletedUsers interface {
+	IsDeletedUser(ctx context.Context, clientID, userUUID string) (bool, error)
+}
+
 // DeletionWatch is how DELETE /users/{userUuid} waits for the deletion to reach the check that
-// ends the user's sessions, so that a 204 means its tokens are refused from the next request on.
+// ends the user's sessions, so that a 204 means its tokens are refused from the next request on,
+// and for good.
 type DeletionWatch struct {
-	// Users is that check: the users read model, which httpapi's session authentication asks.
-	Users LiveUsers
+	// Users is the users read model, which httpapi's session authentication asks. The wait ends
+	// only when the read model itself shows the user deleted: the session check also asks the
+	// event store about a user the read model has not seen yet, and the event store says "not
+	// live" at once, but a read model that then applies user.created before user.deleted would
+	// make the user's tokens work again for a moment after the 204.
+	Users DeletedUsers
 	// Timeout bounds the wait (DefaultDeletionTimeout when <= 0).
 	Timeout time.Duration
 	// Local tells that the projections run in this process: a deletion they do not show within
@@ -99,14 +110,15 @@ func (h *handlers) createUser(c *gin.Context) {
 		httpapi.AbortValidation(c, "The user request is invalid.", httpapi.FieldError{Field: user.FieldExternalID, Message: "is required"})
 		return
 	}
-	hash, err := h.requestHash(httpapi.ServiceVersion(c), createUserRequest{ExternalID: req.ExternalID})
+	hash, err := h.requestHash(c, httpapi.ServiceVersion(c), createUserRequest{ExternalID: req.ExternalID})
 	if err != nil {
 		httpapi.AbortInternal(c, err)
 		return
 	}
 	ctx := c.Request.Context()
 	created, err := h.deps.Users.Create(ctx, app.CreateUser{
-		Tenant: httpapi.ClientID(c), IdempotencyKey: key, ExternalID: *req.ExternalID, RequestHash: hash,
+		Tenant: httpapi.ClientID(c), IdempotencyKey: key, ExternalID: *req.ExternalID,
+		RequestHash: hash.current, LegacyRequestHash: hash.legacy,
 		CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx),
 	})
 	switch {
@@ -130,11 +142,17 @@ func (h *handlers) createUser(c *gin.Context) {
 }
 
 // deleteUser deletes and erases the user (app.UserService.Delete), then answers 204 once the
-// deletion is visible to the liveness check of sessions (DeletionWatch): a client that deleted a
-// user may rely on the user's tokens being refused from its next request on.
+// users read model, which the liveness check of sessions asks, shows the deletion
+// (DeletionWatch): a client that deleted a user may rely on the user's tokens being refused from
+// its next request on.
 func (h *handlers) deleteUser(c *gin.Context) {
 	ctx := c.Request.Context()
-	client, userUUID := httpapi.ClientID(c), c.Param("userUuid")
+	client := httpapi.ClientID(c)
+	userUUID, ok := uuids.Canonical(c.Param("userUuid"))
+	if !ok {
+		httpapi.AbortProblem(c, http.StatusNotFound, CodeUserNotFound, "No such user.")
+		return
+	}
 	err := h.deps.Users.Delete(ctx, app.DeleteUser{Tenant: client, UserUUID: userUUID,
 		CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx)})
 	switch {
@@ -173,17 +191,17 @@ func (w *DeletionWatch) timeout() time.Duration {
 	return w.Timeout
 }
 
-// wait looks at the liveness check until it refuses the user, at most Timeout: visible is false
-// when it still does not. The request's own end stops it early, as not visible.
+// wait looks at the users read model until it shows the user deleted, at most Timeout: visible is
+// false when it still does not. The request's own end stops it early, as not visible.
 func (w *DeletionWatch) wait(ctx context.Context, client, userUUID string) (visible bool, err error) {
 	deadline := time.Now().Add(w.timeout())
 	pause := deletionPollFirst
 	for {
-		live, err := w.Users.IsLiveUser(ctx, client, userUUID)
+		deleted, err := w.Users.IsDeletedUser(ctx, client, userUUID)
 		if err != nil {
 			return false, err
 		}
-		if !live {
+		if deleted {
 			return true, nil
 		}
 		left := time.Until(deadline)

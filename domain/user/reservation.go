@@ -53,20 +53,24 @@ func ExternalIDKey(secret []byte, clientID, externalID string) string {
 // user's own first event (see the application service). Who the holder is, is personal data
 // (schema v2): the reservation's stream is named by the keyed hash of the externalId, so the
 // holders beside it would link every user who ever had that externalId, an erased one to the
-// next. The holder sits in Personal, sealed under the holder's own data subject; once the holder
-// is erased, what is left says only that some user of the client once held the externalId,
-// which a uniqueness claim kept in events cannot help saying.
+// next. The holder sits in Personal, sealed under the hold's own pseudonymous data subject
+// (domain.HolderSubject), which the holder's erasure destroys; what is left then says only that
+// some user of the client once held the externalId, and when, which a uniqueness claim kept in
+// events cannot help saying.
 type ExternalIDReserved struct {
 	ClientID   string      `json:"clientId"`
 	ReservedAt time.Time   `json:"reservedAt"`
 	Personal   *ReservedBy `json:"personal,omitempty"`
 }
 
-// ReservedBy is the personal part of ExternalIDReserved: the holder, and the fingerprint of the
-// request that created it (which would confirm a guessed externalId).
+// ReservedBy is the personal part of ExternalIDReserved: the holder, the fingerprint of the
+// request that created it (which would confirm a guessed externalId), and the data subject the
+// hold is sealed under (domain.HolderSubject; "" in events upcast from version 1, which named
+// the holder in plain text and are sealed under the holder's own subject from then on).
 type ReservedBy struct {
 	UserUUID    string `json:"userUuid"`
 	RequestHash string `json:"requestHash,omitempty"`
+	Subject     string `json:"subject,omitempty"`
 }
 
 // ExternalIDReleased records that the user who held the externalId gave it up (it was deleted),
@@ -89,13 +93,15 @@ func (ExternalIDReleased) EventType() string { return EventExternalIDReleased }
 // USER_EXISTS).
 var ErrExternalIDTaken = fmt.Errorf("externalId is taken by another user: %w", domain.ErrConflict)
 
-// Holder is the user that holds a reservation, as its reservation recorded it. UserUUID and
-// RequestHash are "" when the holder's personal data was erased (Erased).
+// Holder is the user that holds a reservation, as its reservation recorded it. UserUUID,
+// RequestHash and Subject are "" when the holder's personal data was erased (Erased).
 type Holder struct {
 	UserUUID    string
 	ClientID    string
 	RequestHash string
-	ReservedAt  time.Time
+	// Subject is the data subject the hold is sealed under (see ExternalIDReserved).
+	Subject    string
+	ReservedAt time.Time
 }
 
 // Erased tells whether who the holder is was erased with its personal data: the holder was
@@ -121,17 +127,17 @@ type Reservation struct {
 	root
 	held   bool
 	holder Holder
-	// subject is the data subject of the user the last event named: what the events a command
-	// records carry personal data of (DataSubject).
+	// subject is the data subject of the hold the last event was about: what the events a
+	// command records carry personal data of (DataSubject).
 	subject string
 }
 
 // Holder returns the user that holds the reservation, and false when nobody does.
 func (r *Reservation) Holder() (Holder, bool) { return r.holder, r.held }
 
-// DataSubject is whose personal data the events just recorded carry: the user that reserved or
-// released the externalId. Each holder's part of the stream is sealed under its own subject, so
-// that erasing one user leaves the others' readable.
+// DataSubject is whose personal data the events just recorded carry: the hold of the user that
+// reserved or released the externalId. Each hold is sealed under a subject of its own, so that
+// erasing one user leaves the others' readable and names none of them.
 func (r *Reservation) DataSubject() string { return r.subject }
 
 // Apply folds one event; domain.Record and domain.Rehydrate call it.
@@ -140,38 +146,48 @@ func (r *Reservation) Apply(e domain.Event) error {
 	case ExternalIDReserved:
 		r.held = true
 		r.holder = Holder{ClientID: ev.ClientID, ReservedAt: ev.ReservedAt}
-		r.subject = ""
 		if p := ev.Personal; p != nil {
-			r.holder.UserUUID, r.holder.RequestHash = p.UserUUID, p.RequestHash
-			r.subject = domain.UserSubject(p.UserUUID)
+			r.holder.UserUUID, r.holder.RequestHash, r.holder.Subject = p.UserUUID, p.RequestHash, p.Subject
+			if r.holder.Subject == "" {
+				r.holder.Subject = domain.UserSubject(p.UserUUID) // a hold of version 1
+			}
 		}
+		r.subject = r.holder.Subject
 	case ExternalIDReleased:
+		// The release is the holder's: sealed under the hold it ends.
+		r.subject = r.holder.Subject
 		r.held = false
 		r.holder = Holder{}
-		r.subject = ""
-		if p := ev.Personal; p != nil {
-			r.subject = domain.UserSubject(p.UserUUID)
-		}
 	default:
 		return fmt.Errorf("externalId reservation cannot apply event %s", e.EventType())
 	}
 	return nil
 }
 
+// Claim is what Reserve records of the user that claims an externalId.
+type Claim struct {
+	ClientID    string
+	UserUUID    string
+	RequestHash string
+	// Subject is the new hold's data subject (domain.HolderSubject of a fresh random token).
+	Subject string
+}
+
 // Reserve claims the externalId for a user. The user that holds it already gets it again
-// without a new event (a retry); any other holder, an erased one too, makes it a *TakenError.
-func (r *Reservation) Reserve(clientID, userUUID, requestHash string, now time.Time) error {
-	if userUUID == "" || clientID == "" {
-		return fmt.Errorf("reserve an externalId without a user or client: %w", domain.ErrInvalid)
+// without a new event (a retry; its hold keeps the subject it has, which Holder tells); any
+// other holder, an erased one too, makes it a *TakenError.
+func (r *Reservation) Reserve(c Claim, now time.Time) error {
+	if c.UserUUID == "" || c.ClientID == "" || c.Subject == "" {
+		return fmt.Errorf("reserve an externalId without a user, client or subject: %w", domain.ErrInvalid)
 	}
 	if r.held {
-		if r.holder.UserUUID == userUUID && r.holder.ClientID == clientID {
+		if r.holder.UserUUID == c.UserUUID && r.holder.ClientID == c.ClientID {
 			return nil
 		}
 		return &TakenError{Holder: r.holder}
 	}
-	return domain.Record(r, ExternalIDReserved{ClientID: clientID, ReservedAt: now.UTC(),
-		Personal: &ReservedBy{UserUUID: userUUID, RequestHash: requestHash}})
+	return domain.Record(r, ExternalIDReserved{ClientID: c.ClientID, ReservedAt: now.UTC(),
+		Personal: &ReservedBy{UserUUID: c.UserUUID, RequestHash: c.RequestHash, Subject: c.Subject}})
 }
 
 // Release gives the externalId up on behalf of a user. It records nothing unless that very user

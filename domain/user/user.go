@@ -61,6 +61,10 @@ type CreatedPerson struct {
 	// (schema v2): the request's only content is the externalId, which the hash would confirm to
 	// whoever guesses it. Once erased, no retry is recognised.
 	RequestHash string `json:"requestHash,omitempty"`
+	// HolderSubject is the data subject of the user's hold on its externalId's reservation
+	// (domain.HolderSubject), which the user's erasure destroys with its own; "" for a user
+	// created before holds had subjects of their own.
+	HolderSubject string `json:"holderSubject,omitempty"`
 }
 
 // Deleted records that the client deleted (anonymised) the user. The user's history stays; its
@@ -79,12 +83,13 @@ type root = domain.Root
 // User is the aggregate. Its commands decide, then record their events, which Apply folds.
 type User struct {
 	root
-	id          string
-	clientID    string
-	requestHash string // "" once the personal part was erased
-	externalID  string // "" once the personal part was erased
-	createdAt   time.Time
-	deletedAt   time.Time // zero while the user is live
+	id            string
+	clientID      string
+	requestHash   string // "" once the personal part was erased
+	externalID    string // "" once the personal part was erased
+	holderSubject string // "" once the personal part was erased
+	createdAt     time.Time
+	deletedAt     time.Time // zero while the user is live
 }
 
 // CreateRequest is what Create needs: ids decided by the caller, and the client's identifier.
@@ -93,6 +98,8 @@ type CreateRequest struct {
 	ClientID    string
 	ExternalID  string // personal data: never logged
 	RequestHash string
+	// HolderSubject is the data subject of the user's hold on its externalId's reservation.
+	HolderSubject string
 }
 
 func (u *User) ID() string       { return u.id }
@@ -106,6 +113,11 @@ func (u *User) CreatedAt() time.Time { return u.createdAt }
 // ExternalID is the client's identifier of the user, "" when the event store no longer holds it
 // readable (erased). Personal data: never logged.
 func (u *User) ExternalID() string { return u.externalID }
+
+// HolderSubject is the data subject of the user's hold on its externalId's reservation, which
+// its erasure destroys; "" when the event store no longer holds it readable, or for a user
+// created before holds had subjects of their own.
+func (u *User) HolderSubject() string { return u.holderSubject }
 
 // DeletedAt is when the user was deleted, zero while it is live.
 func (u *User) DeletedAt() time.Time { return u.deletedAt }
@@ -131,9 +143,9 @@ func (u *User) Apply(e domain.Event) error {
 	switch ev := e.(type) {
 	case Created:
 		u.id, u.clientID, u.createdAt = ev.UserUUID, ev.ClientID, ev.CreatedAt
-		u.externalID, u.requestHash = "", ""
-		if ev.Personal != nil {
-			u.externalID, u.requestHash = ev.Personal.ExternalID, ev.Personal.RequestHash
+		u.externalID, u.requestHash, u.holderSubject = "", "", ""
+		if p := ev.Personal; p != nil {
+			u.externalID, u.requestHash, u.holderSubject = p.ExternalID, p.RequestHash, p.HolderSubject
 		}
 	case Deleted:
 		u.deletedAt = ev.DeletedAt
@@ -159,7 +171,7 @@ func (u *User) Create(req CreateRequest, now time.Time) error {
 		return err
 	}
 	return domain.Record(u, Created{UserUUID: req.UserUUID, ClientID: req.ClientID, CreatedAt: now.UTC(),
-		Personal: &CreatedPerson{ExternalID: req.ExternalID, RequestHash: req.RequestHash}})
+		Personal: &CreatedPerson{ExternalID: req.ExternalID, RequestHash: req.RequestHash, HolderSubject: req.HolderSubject}})
 }
 
 // Delete records the user's deletion. Deleting a deleted user records nothing: the client's

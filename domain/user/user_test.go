@@ -17,11 +17,12 @@ const userID = "0190f4a2-7c1e-7b3a-9a51-2f1e3d4c5b6a"
 
 func created() user.Created {
 	return user.Created{UserUUID: userID, ClientID: "acme", CreatedAt: now,
-		Personal: &user.CreatedPerson{ExternalID: "customer-42", RequestHash: "hash-1"}}
+		Personal: &user.CreatedPerson{ExternalID: "customer-42", RequestHash: "hash-1", HolderSubject: holderSubject(userID)}}
 }
 
 func createReq() user.CreateRequest {
-	return user.CreateRequest{UserUUID: userID, ClientID: "acme", ExternalID: "customer-42", RequestHash: "hash-1"}
+	return user.CreateRequest{UserUUID: userID, ClientID: "acme", ExternalID: "customer-42", RequestHash: "hash-1",
+		HolderSubject: holderSubject(userID)}
 }
 
 func TestCreate(t *testing.T) {
@@ -96,7 +97,8 @@ func TestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !u.Exists() || u.ID() != userID || u.ClientID() != "acme" || u.ExternalID() != "customer-42" ||
-		u.RequestHash() != "hash-1" || !u.CreatedAt().Equal(now) || u.Deleted() || !u.Live("acme") || u.Live("globex") {
+		u.RequestHash() != "hash-1" || u.HolderSubject() != holderSubject(userID) || !u.CreatedAt().Equal(now) || u.Deleted() ||
+		!u.Live("acme") || u.Live("globex") {
 		t.Fatalf("created user %+v", u)
 	}
 	if u.DataSubject() != "user-"+userID {
@@ -116,7 +118,7 @@ func TestState(t *testing.T) {
 	if err := domain.Rehydrate(e, erased); err != nil {
 		t.Fatal(err)
 	}
-	if e.ExternalID() != "" || e.RequestHash() != "" || !e.Exists() {
+	if e.ExternalID() != "" || e.RequestHash() != "" || e.HolderSubject() != "" || !e.Exists() {
 		t.Fatalf("erased user %+v", e)
 	}
 	if err := domain.Rehydrate(user.Kind.New(), user.ExternalIDReserved{}); err == nil {
@@ -126,7 +128,14 @@ func TestState(t *testing.T) {
 
 func reserved(userUUID string) user.ExternalIDReserved {
 	return user.ExternalIDReserved{ClientID: "acme", ReservedAt: now,
-		Personal: &user.ReservedBy{UserUUID: userUUID, RequestHash: "hash-1"}}
+		Personal: &user.ReservedBy{UserUUID: userUUID, RequestHash: "hash-1", Subject: holderSubject(userUUID)}}
+}
+
+// holderSubject is the subject of a user's hold in these tests.
+func holderSubject(userUUID string) string { return domain.HolderSubject("token-of-" + userUUID) }
+
+func claim(userUUID, hash string) user.Claim {
+	return user.Claim{ClientID: "acme", UserUUID: userUUID, RequestHash: hash, Subject: holderSubject(userUUID)}
 }
 
 func released(userUUID string) user.ExternalIDReleased {
@@ -137,24 +146,24 @@ func TestReserve(t *testing.T) {
 	const other = "0190f4a2-0000-7b3a-9a51-2f1e3d4c5b6a"
 	t.Run("a free externalId is reserved", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
-			When(func(r *user.Reservation) error { return r.Reserve("acme", userID, "hash-1", now) }).
+			When(func(r *user.Reservation) error { return r.Reserve(claim(userID, "hash-1"), now) }).
 			Then(reserved(userID))
 	})
 	t.Run("its holder gets it again without a new event", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
-			When(func(r *user.Reservation) error { return r.Reserve("acme", userID, "hash-2", now) }).
+			When(func(r *user.Reservation) error { return r.Reserve(claim(userID, "hash-2"), now) }).
 			Then()
 	})
 	t.Run("another user is refused and told who holds it", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).Given(reserved(userID)).
-			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
+			When(func(r *user.Reservation) error { return r.Reserve(claim(other, "hash-2"), now) }).
 			ThenError(user.ErrExternalIDTaken)
 		r := user.ReservationKind.New()
 		if err := domain.Rehydrate(r, reserved(userID)); err != nil {
 			t.Fatal(err)
 		}
 		var taken *user.TakenError
-		if err := r.Reserve("acme", other, "hash-2", now); !errors.As(err, &taken) || taken.Holder.UserUUID != userID ||
+		if err := r.Reserve(claim(other, "hash-2"), now); !errors.As(err, &taken) || taken.Holder.UserUUID != userID ||
 			taken.Holder.RequestHash != "hash-1" || !taken.Holder.ReservedAt.Equal(now) || !errors.Is(err, domain.ErrConflict) {
 			t.Fatalf("err %v", err)
 		}
@@ -162,13 +171,18 @@ func TestReserve(t *testing.T) {
 	t.Run("a released externalId is reserved again", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
 			Given(reserved(userID), released(userID)).
-			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
+			When(func(r *user.Reservation) error { return r.Reserve(claim(other, "hash-2"), now) }).
 			Then(user.ExternalIDReserved{ClientID: "acme", ReservedAt: now,
-				Personal: &user.ReservedBy{UserUUID: other, RequestHash: "hash-2"}})
+				Personal: &user.ReservedBy{UserUUID: other, RequestHash: "hash-2", Subject: holderSubject(other)}})
 	})
-	t.Run("a reservation needs a user and a client", func(t *testing.T) {
+	t.Run("a reservation needs a user, a client and a subject", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).
-			When(func(r *user.Reservation) error { return r.Reserve("acme", "", "hash-1", now) }).
+			When(func(r *user.Reservation) error { return r.Reserve(claim("", "hash-1"), now) }).
+			ThenError(domain.ErrInvalid)
+		noSubject := claim(userID, "hash-1")
+		noSubject.Subject = ""
+		domaintest.For(t, user.ReservationKind).
+			When(func(r *user.Reservation) error { return r.Reserve(noSubject, now) }).
 			ThenError(domain.ErrInvalid)
 	})
 }
@@ -212,7 +226,7 @@ func TestErasedHolder(t *testing.T) {
 			t.Fatalf("holder %+v held %v", holder, held)
 		}
 		var taken *user.TakenError
-		if err := r.Reserve("acme", other, "hash-2", now); !errors.As(err, &taken) || !taken.Holder.Erased() ||
+		if err := r.Reserve(claim(other, "hash-2"), now); !errors.As(err, &taken) || !taken.Holder.Erased() ||
 			strings.Contains(err.Error(), userID) {
 			t.Fatalf("reserve against an erased holder: %v", err)
 		}
@@ -232,25 +246,36 @@ func TestErasedHolder(t *testing.T) {
 	})
 	t.Run("an erased history folds", func(t *testing.T) {
 		domaintest.For(t, user.ReservationKind).Given(erasedReserved, erasedReleased).
-			When(func(r *user.Reservation) error { return r.Reserve("acme", other, "hash-2", now) }).
+			When(func(r *user.Reservation) error { return r.Reserve(claim(other, "hash-2"), now) }).
 			Then(user.ExternalIDReserved{ClientID: "acme", ReservedAt: now,
-				Personal: &user.ReservedBy{UserUUID: other, RequestHash: "hash-2"}})
+				Personal: &user.ReservedBy{UserUUID: other, RequestHash: "hash-2", Subject: holderSubject(other)}})
 	})
-	t.Run("each event is sealed under the subject of the user it names", func(t *testing.T) {
+	t.Run("each event is sealed under the subject of the hold it is about", func(t *testing.T) {
 		r := user.ReservationKind.New()
-		if err := r.Reserve("acme", userID, "hash-1", now); err != nil {
+		if err := r.Reserve(claim(userID, "hash-1"), now); err != nil {
 			t.Fatal(err)
 		}
-		if r.DataSubject() != domain.UserSubject(userID) {
+		if r.DataSubject() != holderSubject(userID) {
 			t.Fatalf("reserve: subject %q", r.DataSubject())
 		}
 		domain.MarkStored(r)
-		if err := r.Release(userID, now); err != nil || r.DataSubject() != domain.UserSubject(userID) {
+		if err := r.Release(userID, now); err != nil || r.DataSubject() != holderSubject(userID) {
 			t.Fatalf("release: subject %q, %v", r.DataSubject(), err)
 		}
 		domain.MarkStored(r)
-		if err := r.Reserve("acme", other, "hash-2", now); err != nil || r.DataSubject() != domain.UserSubject(other) {
+		if err := r.Reserve(claim(other, "hash-2"), now); err != nil || r.DataSubject() != holderSubject(other) {
 			t.Fatalf("the next holder: subject %q, %v", r.DataSubject(), err)
+		}
+		// A hold of version 1 named no subject of its own: its release is sealed under the
+		// holder's own subject.
+		old := user.ReservationKind.New()
+		v1 := reserved(userID)
+		v1.Personal.Subject = ""
+		if err := domain.Rehydrate(old, v1); err != nil {
+			t.Fatal(err)
+		}
+		if err := old.Release(userID, now); err != nil || old.DataSubject() != domain.UserSubject(userID) {
+			t.Fatalf("release of a hold of version 1: subject %q, %v", old.DataSubject(), err)
 		}
 	})
 }

@@ -48,8 +48,8 @@ type Options struct {
 //
 // The chain, outermost first: request/correlation ids → metrics and access log → recovery →
 // Service-Version → header limits (431) → canonical path (404) → authentication (API key and
-// user sessions, with the sessions' route scope: 403) → rate limit → body limit → JSON content
-// type. Metrics sit outside recovery so panics count as the 500s they
+// user sessions, with the sessions' route scope: 403) → rate limit → query parameters given
+// once (400) → body limit → JSON content type. Metrics sit outside recovery so panics count as the 500s they
 // become; the version is negotiated before anything can refuse the request, so that even a 401
 // says which version it speaks. A listener serving the engine sets its http.Server's
 // MaxHeaderBytes to ServerMaxHeaderBytes, so that oversize headers reach the header limits.
@@ -95,7 +95,8 @@ func NewEngine(opts Options) *gin.Engine {
 	if budget <= 0 {
 		budget = DefaultLargeBodyBudget
 	}
-	chain = append(chain, bodyLimit(maxBody, &largeBodies{sem: semaphore.NewWeighted(budget), budget: budget, wait: LargeBodyWait}), requireJSON)
+	chain = append(chain, singleQueryValues,
+		bodyLimit(maxBody, &largeBodies{sem: semaphore.NewWeighted(budget), budget: budget, wait: LargeBodyWait}), requireJSON)
 	e.Use(chain...)
 
 	e.NoRoute(func(c *gin.Context) {

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/samla/samla/platform/sessiontoken"
+	"github.com/samla/samla/platform/uuids"
 )
 
 // User sessions (2026-04-01). A request may carry, besides or instead of the client's API key, a
@@ -117,9 +118,12 @@ const SessionUserParam = "userUuid"
 // session 403 FORBIDDEN_FOR_SESSION before any of its handlers runs: sessions are refused unless
 // a route says otherwise.
 func AllowSessionsOfPathUser(c *gin.Context) {
-	if user, ok := SessionUser(c); ok && c.Param(SessionUserParam) != user {
-		forbiddenForSession(c, "The session token reaches only its own user.")
-		return
+	if user, ok := SessionUser(c); ok {
+		// The path's user in any case is the one it names (uuids.Canonical).
+		if id, valid := uuids.Canonical(c.Param(SessionUserParam)); !valid || id != user {
+			forbiddenForSession(c, "The session token reaches only its own user.")
+			return
+		}
 	}
 	c.Next()
 }

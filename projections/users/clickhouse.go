@@ -6,13 +6,16 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
 )
 
 // clickhouseSchema is the read model's ClickHouse DDL, kept to what both 18.16 (CI) and current
 // servers accept: String and UInt columns (released is a UInt8, no Bool on 18.16), times as Unix
-// milliseconds (0 for none), personal as the sealed form ("" for none). Analysts see a user's
-// client, times and the keyed hashes of its externalIds, never an externalId: it is sealed.
+// milliseconds (0 for none), personal and holder as the sealed form ("" for none). Analysts see
+// a user's client and times, and of each externalId reservation its keyed hash and its client,
+// never an externalId nor who held it: both are sealed, so an erasure leaves the older row
+// versions unreadable too.
 //
 // ReplacingMergeTree(revision) keeps the newest version of each row when parts merge, which is
 // whenever the server likes, so every read collapses versions itself with FINAL.
@@ -28,18 +31,23 @@ CREATE TABLE IF NOT EXISTS users (
 ORDER BY user_uuid`
 
 const clickhouseExternalIDSchema = `
-CREATE TABLE IF NOT EXISTS user_external_ids (
+CREATE TABLE IF NOT EXISTS user_external_ids_v2 (
 	external_id_key String,
 	tenant          String,
-	user_uuid       String,
+	holder          String,
 	released        UInt8,
 	revision        UInt64
 ) ENGINE = ReplacingMergeTree(revision)
 ORDER BY external_id_key`
 
+// clickhouseLegacyExternalIDs is the reservations' table of before, whose row versions held
+// their holders in plain text: dropped, with every version (the projection is "-v2" and fills
+// the new table from the start).
+const clickhouseLegacyExternalIDs = `DROP TABLE IF EXISTS user_external_ids`
+
 const (
 	clickhouseColumns           = `user_uuid, tenant, personal, created_at_ms, deleted_at_ms, revision`
-	clickhouseExternalIDColumns = `external_id_key, tenant, user_uuid, released, revision`
+	clickhouseExternalIDColumns = `external_id_key, tenant, holder, released, revision`
 )
 
 // ClickHouseStore is the Store on a ClickHouse database.
@@ -52,7 +60,7 @@ var _ Store = (*ClickHouseStore)(nil)
 // NewClickHouse creates the read model's tables when missing and returns the store. The caller
 // keeps ownership of conn.
 func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
-	for _, ddl := range []string{clickhouseSchema, clickhouseExternalIDSchema} {
+	for _, ddl := range []string{clickhouseSchema, clickhouseExternalIDSchema, clickhouseLegacyExternalIDs} {
 		if err := conn.Exec(ctx, ddl); err != nil {
 			return nil, fmt.Errorf("migrate clickhouse users: %w", err)
 		}
@@ -111,17 +119,17 @@ func (s *ClickHouseStore) UpsertExternalIDs(ctx context.Context, rows []External
 	for i, r := range rows {
 		keys[i] = r.Key
 	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "user_external_ids", "external_id_key", keys)
+	stored, err := readdb.StoredRevisions(ctx, s.conn, "user_external_ids_v2", "external_id_key", keys)
 	if err != nil {
 		return fmt.Errorf("upsert user external ids: %w", err)
 	}
 	rows = readdb.KeepNewer(rows, stored, externalIDKey, externalIDRevision)
-	err = readdb.InsertBatch(ctx, s.conn, "user_external_ids", clickhouseExternalIDColumns, rows, func(r ExternalIDRow) ([]any, error) {
+	err = readdb.InsertBatch(ctx, s.conn, "user_external_ids_v2", clickhouseExternalIDColumns, rows, func(r ExternalIDRow) ([]any, error) {
 		var released uint8
 		if r.Released {
 			released = 1
 		}
-		return []any{r.Key, r.Tenant, r.UserUUID, released, r.Revision}, nil
+		return []any{r.Key, r.Tenant, r.Holder.String(), released, r.Revision}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("upsert user external ids: %w", err)
@@ -136,33 +144,39 @@ func (s *ClickHouseStore) Get(ctx context.Context, tenant, userUUID string) (Row
 		WHERE user_uuid = ? AND tenant = ?`, userUUID, tenant)
 }
 
-// FindByExternalIDKey implements Store. released and deleted_at_ms change from version to
-// version, so they are tested on the collapsed rows, outside the FINAL subqueries (a WHERE next
-// to FINAL may run on raw versions, as PREWHERE). The user's id comes from the reservation: one
-// lookup by sorting key in each table.
-func (s *ClickHouseStore) FindByExternalIDKey(ctx context.Context, tenant, key string) (Row, error) {
+// GetExternalID implements Store. The key and the tenant never change for a reservation, so
+// they are filtered on before FINAL.
+func (s *ClickHouseStore) GetExternalID(ctx context.Context, tenant, key string) (ExternalIDRow, error) {
 	var (
-		holder   string
-		released uint8
-		found    bool
+		found ExternalIDRow
+		ok    bool
 	)
-	err := readdb.ClickHouseEach(ctx, s.conn, "user external ids", func(rows readdb.Rows) (struct{}, error) {
-		return struct{}{}, rows.Scan(&holder, &released)
-	}, func(struct{}) { found = true }, `SELECT user_uuid, released FROM user_external_ids FINAL
+	err := readdb.ClickHouseEach(ctx, s.conn, "user external ids", scanClickHouseExternalID,
+		func(r ExternalIDRow) { found, ok = r, true }, `SELECT `+clickhouseExternalIDColumns+` FROM user_external_ids_v2 FINAL
 		WHERE external_id_key = ? AND tenant = ?`, key, tenant)
 	if err != nil {
-		return Row{}, err
+		return ExternalIDRow{}, err
 	}
-	if !found || released != 0 {
-		return Row{}, fmt.Errorf("user by external id: %w", readdb.ErrNotFound)
+	if !ok {
+		return ExternalIDRow{}, fmt.Errorf("user external id: %w", readdb.ErrNotFound)
 	}
-	r, err := s.Get(ctx, tenant, holder)
-	if err != nil {
-		return Row{}, fmt.Errorf("user by external id: %w", err)
+	return found, nil
+}
+
+func scanClickHouseExternalID(rows readdb.Rows) (ExternalIDRow, error) {
+	var (
+		r        ExternalIDRow
+		holder   string
+		released uint8
+	)
+	if err := rows.Scan(&r.Key, &r.Tenant, &holder, &released, &r.Revision); err != nil {
+		return ExternalIDRow{}, fmt.Errorf("scan user external id: %w", err)
 	}
-	if !r.DeletedAt.IsZero() {
-		return Row{}, fmt.Errorf("user by external id: %w", readdb.ErrNotFound)
+	var err error
+	if r.Holder, err = sealed.FromStored([]byte(holder)); err != nil {
+		return ExternalIDRow{}, fmt.Errorf("user external id: %w", err)
 	}
+	r.Released = released != 0
 	return r, nil
 }
 
@@ -182,7 +196,7 @@ func (s *ClickHouseStore) one(ctx context.Context, what, q string, args ...any) 
 
 // Reset implements Store.
 func (s *ClickHouseStore) Reset(ctx context.Context) error {
-	for _, table := range []string{"users", "user_external_ids"} {
+	for _, table := range []string{"users", "user_external_ids_v2"} {
 		if err := s.conn.Exec(ctx, `TRUNCATE TABLE `+table); err != nil {
 			return fmt.Errorf("reset %s: %w", table, err)
 		}

@@ -10,12 +10,15 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
 )
 
-// ProjectorName names the projection; its Kafka consumer group is derived from it, so it must
-// never change.
-const ProjectorName = "users"
+// ProjectorName names the projection; its Kafka consumer group is derived from it. It is
+// "users-v2" since reservations keep their holders sealed (user_external_ids_v2): the new
+// consumer group projects every event again from the start of the topics into the new table,
+// and the old one, which held the holders in plain text, is dropped.
+const ProjectorName = "users-v2"
 
 // Projector folds user and externalid events into Store rows. It takes envelopes whose personal
 // member is opened (eventschema.OpenPersonal), as projections hand every projector them, and seals
@@ -52,7 +55,7 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 	}
 	var reservations []ExternalIDRow
 	for _, env := range batch {
-		r, ok, err := p.reservation(env)
+		r, ok, err := p.reservation(ctx, env)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ProjectorName, err)
 		}
@@ -142,7 +145,7 @@ func (p *Projector) seal(ctx context.Context, id string, personal user.CreatedPe
 
 // reservation is the row an externalid event makes: each event says all there is to know of
 // its reservation, so none is read first.
-func (p *Projector) reservation(env eventschema.Envelope) (ExternalIDRow, bool, error) {
+func (p *Projector) reservation(ctx context.Context, env eventschema.Envelope) (ExternalIDRow, bool, error) {
 	if eventschema.Category(env.Stream) != eventschema.Category(user.ReservationStreamPrefix) {
 		return ExternalIDRow{}, false, nil
 	}
@@ -154,22 +157,37 @@ func (p *Projector) reservation(env eventschema.Envelope) (ExternalIDRow, bool, 
 			return ExternalIDRow{}, false, err
 		}
 		row := ExternalIDRow{Key: key, Tenant: ev.ClientID, Revision: env.Revision}
-		if ev.Personal != nil {
-			row.UserUUID = ev.Personal.UserUUID
+		if h := ev.Personal; h != nil {
+			subject := h.Subject
+			if subject == "" {
+				subject = domain.UserSubject(h.UserUUID) // a hold of version 1, which named its holder
+			}
+			if row.Holder, err = sealHolder(ctx, p.keys, subject, h.UserUUID); err != nil {
+				return ExternalIDRow{}, false, fmt.Errorf("reservation %s: %w", env.Stream, err)
+			}
 		}
 		return row, true, nil
 	case user.EventExternalIDReleased:
-		ev, err := decode[user.ExternalIDReleased](p.reg, env)
-		if err != nil {
-			return ExternalIDRow{}, false, err
-		}
-		row := ExternalIDRow{Key: key, Tenant: env.Tenant, Released: true, Revision: env.Revision}
-		if ev.Personal != nil {
-			row.UserUUID = ev.Personal.UserUUID
-		}
-		return row, true, nil
+		// A released reservation finds nobody: who held it last is not kept.
+		return ExternalIDRow{Key: key, Tenant: env.Tenant, Released: true, Revision: env.Revision}, true, nil
 	}
 	return ExternalIDRow{}, false, nil
+}
+
+// holderOf is the stored form of a reservation's holder, before it is sealed.
+type holderOf struct {
+	UserUUID string `json:"userUuid"`
+}
+
+// sealHolder seals a reservation's holder under the subject of its hold (domain.HolderSubject),
+// as the event was: the sealed form names that subject, never the user, and the user's erasure
+// destroys its key. A subject erased already keeps nothing.
+func sealHolder(ctx context.Context, keys eventschema.Keys, subject, userUUID string) (sealed.Value, error) {
+	plain, err := json.Marshal(holderOf{UserUUID: userUUID})
+	if err != nil {
+		return sealed.Value{}, fmt.Errorf("encode the holder: %w", err)
+	}
+	return sealed.Seal(ctx, keys, subject, plain)
 }
 
 // decode decodes env into the event type E.

@@ -48,17 +48,42 @@ func (r Reader) Get(ctx context.Context, tenant, userUUID string) (query.UserVie
 	return r.view(ctx, row)
 }
 
-// FindByExternalID implements query.UserReader. The reservation's key finds the user; its own
-// externalId must then be the one asked for, so that a reservation caught in a repair (see
-// app.UserService) never answers with a user of another externalId.
+// FindByExternalID implements query.UserReader. The reservation's key finds the reservation, its
+// holder (opened) the user, which must be live; its own externalId must then be the one asked
+// for, so that a reservation caught in a repair (see app.UserService) never answers with a user
+// of another externalId. An erased holder finds nobody.
 func (r Reader) FindByExternalID(ctx context.Context, tenant, externalID string) (query.UserView, error) {
 	notFound := fmt.Errorf("user by external id: %w", query.ErrNotFound)
-	row, err := r.store.FindByExternalIDKey(ctx, tenant, user.ExternalIDKey(r.secret, tenant, externalID))
+	reservation, err := r.store.GetExternalID(ctx, tenant, user.ExternalIDKey(r.secret, tenant, externalID))
 	if errors.Is(err, readdb.ErrNotFound) {
 		return query.UserView{}, notFound
 	}
 	if err != nil {
 		return query.UserView{}, err
+	}
+	if reservation.Released || reservation.Holder.IsZero() {
+		return query.UserView{}, notFound
+	}
+	plain, erased, err := reservation.Holder.Open(ctx, r.keys)
+	if err != nil {
+		return query.UserView{}, fmt.Errorf("user by external id: %w", err)
+	}
+	if erased {
+		return query.UserView{}, notFound
+	}
+	var holder holderOf
+	if err := json.Unmarshal(plain, &holder); err != nil || holder.UserUUID == "" {
+		return query.UserView{}, fmt.Errorf("user by external id: decode the holder: %w", errors.Join(err, errNoHolder))
+	}
+	row, err := r.store.Get(ctx, tenant, holder.UserUUID)
+	if errors.Is(err, readdb.ErrNotFound) {
+		return query.UserView{}, notFound
+	}
+	if err != nil {
+		return query.UserView{}, err
+	}
+	if !row.DeletedAt.IsZero() {
+		return query.UserView{}, notFound
 	}
 	view, err := r.view(ctx, row)
 	if err != nil {
@@ -69,6 +94,9 @@ func (r Reader) FindByExternalID(ctx context.Context, tenant, externalID string)
 	}
 	return view, nil
 }
+
+// errNoHolder is a sealed holder that opens to no user.
+var errNoHolder = errors.New("no user in the sealed holder")
 
 // IsLiveUser tells whether the tenant has this user and it is not deleted: the port the session
 // check declares (httpapi.SessionUsers). It reads the row on every call and opens nothing.

@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
 )
 
 // sqliteSchema is the read model's SQLite DDL. Times are Unix milliseconds (readdb.Millis), 0 for
-// none; personal is the sealed personal data, ” when none is kept.
+// none; personal and holder are sealed personal data, empty when none is kept. The reservations'
+// table of before, which held its holders in plain text, is dropped (the projection is "-v2" and
+// fills the new one from the start).
 const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS users (
 	user_uuid     TEXT    NOT NULL PRIMARY KEY,
@@ -19,13 +22,14 @@ CREATE TABLE IF NOT EXISTS users (
 	deleted_at_ms INTEGER NOT NULL DEFAULT 0,
 	revision      INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS user_external_ids (
+CREATE TABLE IF NOT EXISTS user_external_ids_v2 (
 	external_id_key TEXT    NOT NULL PRIMARY KEY,
 	tenant          TEXT    NOT NULL,
-	user_uuid       TEXT    NOT NULL,
+	holder          BLOB    NOT NULL DEFAULT '',
 	released        INTEGER NOT NULL,
 	revision        INTEGER NOT NULL
 ) WITHOUT ROWID;
+DROP TABLE IF EXISTS user_external_ids;
 `
 
 const sqliteColumns = `user_uuid, tenant, personal, created_at_ms, deleted_at_ms, revision`
@@ -37,26 +41,27 @@ ON CONFLICT (user_uuid) DO UPDATE SET tenant = excluded.tenant, personal = exclu
 	revision = excluded.revision
 WHERE excluded.revision > users.revision`
 
-const sqliteUpsertExternalID = `INSERT INTO user_external_ids (external_id_key, tenant, user_uuid, released, revision)
+const sqliteExternalIDColumns = `external_id_key, tenant, holder, released, revision`
+
+const sqliteUpsertExternalID = `INSERT INTO user_external_ids_v2 (` + sqliteExternalIDColumns + `)
 VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (external_id_key) DO UPDATE SET tenant = excluded.tenant, user_uuid = excluded.user_uuid,
+ON CONFLICT (external_id_key) DO UPDATE SET tenant = excluded.tenant, holder = excluded.holder,
 	released = excluded.released, revision = excluded.revision
-WHERE excluded.revision > user_external_ids.revision`
+WHERE excluded.revision > user_external_ids_v2.revision`
 
 // sqliteGet serves GET /users/{id} and every session's liveness check, prepared once.
 const sqliteGet = `SELECT ` + sqliteColumns + ` FROM users WHERE user_uuid = ? AND tenant = ?`
 
-// sqliteFind serves GET /users?externalId=, prepared once.
-const sqliteFind = `SELECT u.user_uuid, u.tenant, u.personal, u.created_at_ms, u.deleted_at_ms, u.revision
-FROM user_external_ids x JOIN users u ON u.user_uuid = x.user_uuid AND u.tenant = x.tenant
-WHERE x.external_id_key = ? AND x.tenant = ? AND x.released = 0 AND u.deleted_at_ms = 0`
+// sqliteGetExternalID serves GET /users?externalId=, prepared once.
+const sqliteGetExternalID = `SELECT ` + sqliteExternalIDColumns + ` FROM user_external_ids_v2
+WHERE external_id_key = ? AND tenant = ?`
 
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
 	db       *sql.DB
 	prepared readdb.Statements
 	get      *sql.Stmt
-	find     *sql.Stmt
+	getID    *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -69,7 +74,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
-	s.find = s.prepared.Prepare(ctx, db, sqliteFind)
+	s.getID = s.prepared.Prepare(ctx, db, sqliteGetExternalID)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite users: %w", err)
 	}
@@ -114,7 +119,7 @@ func (s *SQLiteStore) UpsertExternalIDs(ctx context.Context, rows []ExternalIDRo
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
 		return readdb.ExecEach(ctx, tx, sqliteUpsertExternalID, rows, func(r ExternalIDRow) ([]any, error) {
-			return []any{r.Key, r.Tenant, r.UserUUID, r.Released, int64(r.Revision)}, nil
+			return []any{r.Key, r.Tenant, personalArg(r.Holder.Bytes()), r.Released, int64(r.Revision)}, nil
 		})
 	})
 	if err != nil {
@@ -128,9 +133,38 @@ func (s *SQLiteStore) Get(ctx context.Context, tenant, userUUID string) (Row, er
 	return s.one(ctx, s.get, "user "+userUUID, userUUID, tenant)
 }
 
-// FindByExternalIDKey implements Store.
-func (s *SQLiteStore) FindByExternalIDKey(ctx context.Context, tenant, key string) (Row, error) {
-	return s.one(ctx, s.find, "user by external id", key, tenant)
+// GetExternalID implements Store.
+func (s *SQLiteStore) GetExternalID(ctx context.Context, tenant, key string) (ExternalIDRow, error) {
+	var (
+		found ExternalIDRow
+		ok    bool
+	)
+	err := readdb.SQLiteStmtEach(ctx, s.getID, "user external ids", scanSQLiteExternalID,
+		func(r ExternalIDRow) { found, ok = r, true }, key, tenant)
+	if err != nil {
+		return ExternalIDRow{}, err
+	}
+	if !ok {
+		return ExternalIDRow{}, fmt.Errorf("user external id: %w", readdb.ErrNotFound)
+	}
+	return found, nil
+}
+
+func scanSQLiteExternalID(rows readdb.Rows) (ExternalIDRow, error) {
+	var (
+		r        ExternalIDRow
+		holder   []byte
+		revision int64
+	)
+	if err := rows.Scan(&r.Key, &r.Tenant, &holder, &r.Released, &revision); err != nil {
+		return ExternalIDRow{}, fmt.Errorf("scan user external id: %w", err)
+	}
+	var err error
+	if r.Holder, err = sealed.FromStored(holder); err != nil {
+		return ExternalIDRow{}, fmt.Errorf("user external id: %w", err)
+	}
+	r.Revision = uint64(revision)
+	return r, nil
 }
 
 func (s *SQLiteStore) one(ctx context.Context, stmt *sql.Stmt, what string, args ...any) (Row, error) {
@@ -149,7 +183,7 @@ func (s *SQLiteStore) one(ctx context.Context, stmt *sql.Stmt, what string, args
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM users; DELETE FROM user_external_ids`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM users; DELETE FROM user_external_ids_v2`); err != nil {
 		return fmt.Errorf("reset users: %w", err)
 	}
 	return nil

@@ -5,7 +5,12 @@
 // and the externalId (user.ExternalIDKey), which is also the name of the reservation's stream:
 // the read model never holds an externalId in plain text, nor anything it could be looked up
 // by. The externalId itself is kept only to be shown, sealed under the user's data subject
-// (eventschema.Seal), and dropped when the user is deleted.
+// (eventschema.Seal), and dropped when the user is deleted. Which user holds a reservation is
+// sealed too, under the subject of that user's hold (domain.HolderSubject, a pseudonym, since a
+// sealed form names its subject): the reservation's key is the same for every user who ever has
+// the externalId, so the holders in plain text beside it (in the current row, or in ClickHouse's
+// older row versions) would link an erased user to the next one. After an erasure the row says
+// only that some user of the client held the externalId.
 //
 // The Store port is declared here with its SQLite and ClickHouse adapters, the DDL of each, the
 // Projector that folds user and externalid events into rows, and the Reader that serves the
@@ -16,6 +21,8 @@ package users
 import (
 	"context"
 	"time"
+
+	"github.com/samla/samla/projections/internal/sealed"
 )
 
 // Row is one user.
@@ -35,16 +42,20 @@ type Row struct {
 // ExternalIDRow is one externalId reservation: which user holds it, or that it was released.
 type ExternalIDRow struct {
 	// Key is the reservation's id, user.ExternalIDKey of the client and the externalId.
-	Key      string
-	Tenant   string
-	UserUUID string // the user that holds it, or held it last
+	Key    string
+	Tenant string
+	// Holder is the user that holds the reservation ({"userUuid":…}), sealed under the subject
+	// of its hold (domain.HolderSubject), which names no user and which the user's erasure
+	// destroys; zero for a released reservation, and when the holder was erased before the read
+	// model saw the event.
+	Holder   sealed.Value
 	Released bool
 	// Revision is the revision of the last event of the reservation's stream folded into the row.
 	Revision uint64
 }
 
 // Store holds the rows. The projector writes through GetMany, Upsert and UpsertExternalIDs; the
-// reader reads with Get and FindByExternalIDKey.
+// reader reads with Get and GetExternalID.
 type Store interface {
 	// GetMany returns the existing users among ids, keyed by user id, whatever their tenant (it
 	// serves the projector, never a client).
@@ -57,9 +68,9 @@ type Store interface {
 	// Get returns tenant's user, deleted or not, or readdb.ErrNotFound when it does not exist
 	// or belongs to another tenant.
 	Get(ctx context.Context, tenant, userUUID string) (Row, error)
-	// FindByExternalIDKey returns tenant's live user that holds the reservation key: the
-	// reservation is not released and the user is not deleted. Otherwise readdb.ErrNotFound.
-	FindByExternalIDKey(ctx context.Context, tenant, key string) (Row, error)
+	// GetExternalID returns tenant's reservation with this key (its holder still sealed), or
+	// readdb.ErrNotFound.
+	GetExternalID(ctx context.Context, tenant, key string) (ExternalIDRow, error)
 	// Reset removes every row, before a rebuild from the event store.
 	Reset(ctx context.Context) error
 }

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/uuids"
 	"github.com/samla/samla/query"
 	"github.com/samla/samla/query/presenter"
 )
@@ -79,16 +79,15 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 
 type handlers struct{ deps Deps }
 
-// collectionID returns the path's id in canonical form, or answers 404: a malformed id names no
-// collection, and reading it would only cost a lookup.
+// collectionID returns the path's id in canonical form (uuids.Canonical, any case), or answers
+// 404: a malformed id names no collection, and reading it would only cost a lookup.
 func collectionID(c *gin.Context) (string, bool) {
-	raw := c.Param("collectionId")
-	id, err := uuid.Parse(raw)
-	if err != nil || id.String() != raw {
+	id, ok := uuids.Canonical(c.Param("collectionId"))
+	if !ok {
 		notFound(c)
 		return "", false
 	}
-	return raw, true
+	return id, true
 }
 
 func notFound(c *gin.Context) {

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/uuids"
 	"github.com/samla/samla/query"
 	"github.com/samla/samla/query/presenter"
 )
@@ -63,7 +63,10 @@ func (h *handlers) wealthData(c *gin.Context) {
 // careerStatement serves the French pension-information company's career statement as the PDF
 // it is, at the path the wealth data names (presenter.CareerStatementPath).
 func (h *handlers) careerStatement(c *gin.Context) {
-	id := c.Param("collectionId")
+	id, ok := collectionID(c)
+	if !ok {
+		return
+	}
 	onlyFrench := func(view query.StatusView) bool {
 		// A permanent answer, so it comes before the one that changes with time (409): only the
 		// French pension-information company (the wealth company of market fr, as the status
@@ -133,14 +136,14 @@ func (h *handlers) legacyData(c *gin.Context) {
 // the data read model (a projection of its own) catches up with the final status; the data is
 // withheld until then rather than served incomplete.
 func (h *handlers) finishedData(c *gin.Context, rawID string, want collection.Product, extra func(query.StatusView) bool) (query.DataView, bool) {
-	id, err := uuid.Parse(rawID)
-	if err != nil || id.String() != rawID {
+	id, ok := uuids.Canonical(rawID)
+	if !ok {
 		// A malformed id names no collection; reading it would only cost a lookup.
 		httpapi.AbortProblem(c, http.StatusNotFound, CodeCollectionNotFound, "No such collection.")
 		return query.DataView{}, false
 	}
 	tenant := httpapi.ClientID(c)
-	view, err := h.deps.Status.Get(c.Request.Context(), tenant, rawID)
+	view, err := h.deps.Status.Get(c.Request.Context(), tenant, id)
 	switch {
 	case errors.Is(err, query.ErrNotFound) || (err == nil && view.Tenant != "" && view.Tenant != tenant):
 		// The second case guards against a reader that forgot the tenant.
@@ -153,7 +156,7 @@ func (h *handlers) finishedData(c *gin.Context, rawID string, want collection.Pr
 		return query.DataView{}, false
 	}
 	if want != "" && view.Product != string(want) {
-		path := "/collections/" + rawID + "/" + strings.ToLower(view.Product) + "/data"
+		path := "/collections/" + id + "/" + strings.ToLower(view.Product) + "/data"
 		httpapi.AbortProblem(c, http.StatusNotFound, CodeProductMismatch,
 			fmt.Sprintf("The collection collected %s data, not %s; read it at %s.", view.Product, want, path))
 		return query.DataView{}, false
@@ -166,7 +169,7 @@ func (h *handlers) finishedData(c *gin.Context, rawID string, want collection.Pr
 			"The collection has not finished; poll its status until it is final.")
 		return query.DataView{}, false
 	}
-	data, err := h.deps.Data.GetData(c.Request.Context(), tenant, rawID)
+	data, err := h.deps.Data.GetData(c.Request.Context(), tenant, id)
 	lagging := errors.Is(err, query.ErrNotFound) || (err == nil && !collection.Status(data.Status).IsFinal())
 	switch {
 	case lagging:

@@ -213,7 +213,7 @@ func TestDataNotFound(t *testing.T) {
 		"another client's statement":  {"/collections/" + frID + "/wealth/career-statement", dataGlobexKey, httpquery.CodeCollectionNotFound},
 		"unknown":                     {"/collections/" + unknownID + "/wealth/data", dataAcmeKey, httpquery.CodeCollectionNotFound},
 		"not a uuid":                  {"/collections/not-a-uuid/insurance/data", dataAcmeKey, httpquery.CodeCollectionNotFound},
-		"non-canonical id":            {"/collections/" + strings.ToUpper(wealthID) + "/wealth/data", dataAcmeKey, httpquery.CodeCollectionNotFound},
+		"uppercase id of another's":   {"/collections/" + strings.ToUpper(wealthID) + "/wealth/data", dataGlobexKey, httpquery.CodeCollectionNotFound},
 		"insurance data of wealth":    {"/collections/" + wealthID + "/insurance/data", dataAcmeKey, httpquery.CodeProductMismatch},
 		"wealth data of insurance":    {"/collections/" + insID + "/wealth/data", dataAcmeKey, httpquery.CodeProductMismatch},
 		"statement of insurance":      {"/collections/" + insID + "/wealth/career-statement", dataAcmeKey, httpquery.CodeProductMismatch},

@@ -1,7 +1,9 @@
 package httpquery
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,11 +11,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/uuids"
 	"github.com/samla/samla/query"
 	"github.com/samla/samla/query/presenter"
 )
@@ -40,16 +42,15 @@ func userNotFound(c *gin.Context) {
 	httpapi.AbortProblem(c, http.StatusNotFound, CodeUserNotFound, "No such user.")
 }
 
-// userUUID returns the path's user id in canonical form, or answers 404: a malformed id names no
-// user.
+// userUUID returns the path's user id in canonical form (uuids.Canonical, any case), or answers
+// 404: a malformed id names no user.
 func userUUID(c *gin.Context) (string, bool) {
-	raw := c.Param(httpapi.SessionUserParam)
-	id, err := uuid.Parse(raw)
-	if err != nil || id.String() != raw {
+	id, ok := uuids.Canonical(c.Param(httpapi.SessionUserParam))
+	if !ok {
 		userNotFound(c)
 		return "", false
 	}
-	return raw, true
+	return id, true
 }
 
 // loadUser reads the client's user; another client's is not found, like an unknown one.
@@ -132,9 +133,10 @@ func (h *handlers) userCollections(c *gin.Context) {
 			limit = v
 		}
 	}
+	tenant := httpapi.ClientID(c)
 	var after *query.CollectionCursor
 	if raw, present := c.GetQuery("cursor"); present {
-		cur, err := decodeCursor(raw)
+		cur, err := decodeCursor(raw, tenant, id)
 		if err != nil {
 			errs = append(errs, httpapi.FieldError{Field: "cursor", Message: "is not a cursor this API gave out; use nextCursor as it is"})
 		} else {
@@ -149,7 +151,6 @@ func (h *handlers) userCollections(c *gin.Context) {
 	if _, ok := h.loadUser(c, id); !ok {
 		return
 	}
-	tenant := httpapi.ClientID(c)
 	// One more than the page tells whether another page follows, so the last page says so itself.
 	rows, err := h.deps.UserCollections.ListByUser(c.Request.Context(), tenant, id, after, limit+1)
 	if err != nil {
@@ -161,7 +162,7 @@ func (h *handlers) userCollections(c *gin.Context) {
 	for i, row := range rows {
 		if i == limit {
 			last := rows[i-1]
-			out.NextCursor = encodeCursor(query.CollectionCursor{CreatedAt: last.CreatedAt, CollectionID: last.CollectionID})
+			out.NextCursor = encodeCursor(tenant, id, query.CollectionCursor{CreatedAt: last.CreatedAt, CollectionID: last.CollectionID})
 			break
 		}
 		market := ""
@@ -174,42 +175,55 @@ func (h *handlers) userCollections(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// cursorPrefix starts every cursor, so that a later format can be told from this one.
-const cursorPrefix = "c1."
+// cursorPrefix starts every cursor, so that a later format can be told from this one. ("c1."
+// cursors named no list; none was given out by a release.)
+const cursorPrefix = "c2."
 
-// encodeCursor makes the opaque cursor of a position: the creation time in Unix milliseconds and
-// the collection id, which is all the position is (query.CollectionCursor), base64url-encoded so
-// that clients treat it as the token it is.
-func encodeCursor(c query.CollectionCursor) string {
+// encodeCursor makes the opaque cursor of a position in tenant's user's list: the creation time
+// in Unix milliseconds and the collection id, which is all the position is
+// (query.CollectionCursor), and the list's binding (cursorBinding), base64url-encoded so that
+// clients treat it as the token it is.
+func encodeCursor(tenant, userUUID string, c query.CollectionCursor) string {
 	var ms int64 // the zero time (unknown) is 0, as the read models store it
 	if !c.CreatedAt.IsZero() {
 		ms = c.CreatedAt.UnixMilli()
 	}
-	raw := strconv.FormatInt(ms, 10) + "." + c.CollectionID
+	raw := strconv.FormatInt(ms, 10) + "." + c.CollectionID + "." + cursorBinding(tenant, userUUID)
 	return cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// cursorBinding ties a cursor to the list it was given out for, so that another list's cursor
+// (another user's, another client's) is refused rather than read as a position in this one. It
+// is not a secret: a cursor holds nothing a client may not see, and every list is scoped to its
+// client and user whatever the cursor says.
+func cursorBinding(tenant, userUUID string) string {
+	sum := sha256.Sum256([]byte("samla.user-collections\x00" + tenant + "\x00" + userUUID))
+	return hex.EncodeToString(sum[:8])
 }
 
 var errBadCursor = errors.New("malformed cursor")
 
-// decodeCursor reverses encodeCursor.
-func decodeCursor(s string) (query.CollectionCursor, error) {
+// decodeCursor reverses encodeCursor for tenant's user's list: a cursor of another list, or of
+// no list, is errBadCursor.
+func decodeCursor(s, tenant, userUUID string) (query.CollectionCursor, error) {
 	rest, ok := strings.CutPrefix(s, cursorPrefix)
-	if !ok || len(rest) > 128 {
+	if !ok || len(rest) > 160 {
 		return query.CollectionCursor{}, errBadCursor
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil {
 		return query.CollectionCursor{}, errBadCursor
 	}
-	msText, id, ok := strings.Cut(string(raw), ".")
-	if !ok {
+	parts := strings.Split(string(raw), ".")
+	if len(parts) != 3 || parts[2] != cursorBinding(tenant, userUUID) {
 		return query.CollectionCursor{}, errBadCursor
 	}
-	ms, err := strconv.ParseInt(msText, 10, 64)
+	ms, err := strconv.ParseInt(parts[0], 10, 64)
 	if err != nil || ms < 0 {
 		return query.CollectionCursor{}, errBadCursor
 	}
-	if parsed, err := uuid.Parse(id); err != nil || parsed.String() != id {
+	id := parts[1]
+	if !uuids.IsCanonical(id) {
 		return query.CollectionCursor{}, errBadCursor
 	}
 	var at time.Time

@@ -198,7 +198,11 @@ func TestGetUser(t *testing.T) {
 	if v, ok := got["externalId"]; !ok || v != nil || got["deletedAt"] != "2026-05-01T13:00:00.123Z" || got["userUuid"] != deletedUser {
 		t.Fatalf("deleted user %s", w.Body)
 	}
-	for _, id := range []string{globexUser, "0196a1b2-9999-7e5f-8a9b-0c1d2e3f4a5b", "not-a-uuid", strings.ToUpper(liveUser)} {
+	// An uppercase spelling is the same user, answered in its canonical form.
+	if got := decodeBody[map[string]any](t, e.get("/users/"+strings.ToUpper(liveUser), acmeKey, preview)); got["userUuid"] != liveUser {
+		t.Fatalf("uppercase id: %v", got)
+	}
+	for _, id := range []string{globexUser, strings.ToUpper(globexUser), "0196a1b2-9999-7e5f-8a9b-0c1d2e3f4a5b", "not-a-uuid"} {
 		if code := problemCode(t, e.get("/users/"+id, acmeKey, preview), http.StatusNotFound); code != httpquery.CodeUserNotFound {
 			t.Errorf("%s: %s", id, code)
 		}

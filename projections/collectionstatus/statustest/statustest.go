@@ -376,8 +376,8 @@ func life(log *eventlog.Log, tenant, id string, t0 time.Time) ([]eventschema.Env
 	add(0, collection.Started{
 		CollectionID: id, ClientID: tenant, Company: "se-demo-insurer", Product: collection.ProductInsurance,
 		LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
-		UserUUID: "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", RequestHash: "9f2c", StartedAt: t0,
-		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson"},
+		UserUUID: "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", StartedAt: t0,
+		Personal: &collection.StartedPerson{PersonalNumber: "199001010017", AccountOwnerName: "Tolvan Tolvansson", RequestHash: "9f2c"},
 	})
 	add(100*time.Millisecond, collection.Claimed{WorkerID: "w1", ClaimedAt: t0.Add(100 * time.Millisecond)})
 	add(time.Second, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin,
@@ -387,9 +387,9 @@ func life(log *eventlog.Log, tenant, id string, t0 time.Time) ([]eventschema.Env
 		ChangedAt:        t0.Add(2 * time.Second)})
 	add(5*time.Second, collection.StatusChanged{From: collection.StatusWaitingForUserAction, To: collection.StatusCollecting,
 		ChangedAt: t0.Add(5 * time.Second)})
-	add(7*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(7 * time.Second),
-		Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "HOME"}},
-		Personal:   &collection.InsurancesPersons{HolderNames: map[string]string{"ins-1": "Tolvan Tolvansson"}}})
+	add(7*time.Second, collection.InsurancesCollected{CollectedAt: t0.Add(7 * time.Second), InsuranceCount: 1,
+		Personal: &collection.InsuranceRecords{Insurances: []collection.Insurance{{ID: "ins-1", InsuranceType: "HOME"}},
+			HolderNames: map[string]string{"ins-1": "Tolvan Tolvansson"}}})
 	add(8*time.Second, collection.StatusChanged{From: collection.StatusCollecting, To: collection.StatusCompleted,
 		ExtraInformation: map[string]any{"MESSAGE": "Done"}, ChangedAt: t0.Add(8 * time.Second)})
 	want := collectionstatus.Row{
@@ -532,7 +532,7 @@ func testProjectorOldInstructions(t *testing.T, s collectionstatus.Store) {
 	stream := collection.StreamName("c-v1")
 	started := log.Append("acme", stream, base, collection.Started{CollectionID: "c-v1", ClientID: "acme",
 		Company: "se-demo-insurer", Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_SAME_DEVICE",
-		APIVersion: "2026-04-01", RequestHash: "h", StartedAt: base})
+		APIVersion: "2026-04-01", StartedAt: base})
 	changed := log.AppendRaw(eventschema.Envelope{
 		Type: collection.EventStatusChanged, SchemaVersion: 1, Tenant: "acme", Stream: stream, OccurredAt: base,
 		Payload: []byte(`{"from":"RUNNING","to":"WAITING_FOR_USER_ACTION","message":"m",` +
@@ -641,7 +641,7 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	handle(t, p, []eventschema.Envelope{
 		appendEv(0, collection.Started{CollectionID: id, ClientID: "acme", Company: "se-demo-insurer",
 			Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
-			RequestHash: "h", StartedAt: t0}),
+			StartedAt: t0}),
 		appendEv(time.Second, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusLogin, ChangedAt: t0.Add(time.Second)}),
 	})
 	order := &collection.EIDOrder{QRStartToken: "qr-token", AutoStartToken: "auto-token", StartedAt: t0.Add(2*time.Second + 345*time.Millisecond)}
@@ -671,8 +671,9 @@ func testProjectorDetails(t *testing.T, s collectionstatus.Store) {
 	}
 
 	supplied := appendEv(6*time.Second, collection.InputSupplied{Kind: collection.InputKindCollectionInput,
-		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0.Add(6 * time.Second), IdempotencyKey: "k", RequestHash: "h",
-		Personal: &collection.SuppliedValues{Inputs: []collection.Input{{Type: "EMAIL", Value: "a@b.se"}, {Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}}}})
+		InputTypes: []string{"EMAIL", "MOBILE_PHONE_NUMBER"}, SuppliedAt: t0.Add(6 * time.Second),
+		Personal: &collection.SuppliedValues{Inputs: []collection.Input{{Type: "EMAIL", Value: "a@b.se"}, {Type: "MOBILE_PHONE_NUMBER", Value: "46701234567"}},
+			IdempotencyKey: "k", RequestHash: "h"}})
 	handle(t, p, []eventschema.Envelope{supplied})
 	got = get(t, s, "acme", id)
 	if got.Status != "CONTACT_FORM_PENDING" || got.RequiredInputTypes != nil || got.Personal != nil ||
@@ -706,7 +707,7 @@ func testProjectorAcceptedInputKeepsTheQRSecret(t *testing.T, s collectionstatus
 	handle(t, p, []eventschema.Envelope{
 		log.Append("acme", stream, base, collection.Started{CollectionID: id, ClientID: "acme", Company: "se-demo-insurer",
 			Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
-			RequestHash: "h", StartedAt: base}),
+			StartedAt: base}),
 		log.Append("acme", stream, base, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusWaitingForUserAction,
 			InstructionRequestIDs: []string{"r1"}, ChangedAt: base,
 			Personal: &collection.StatusPersonal{Instructions: instructions, QRStartSecret: "qr-secret"}}),
@@ -733,7 +734,7 @@ func testStoredRowsHoldNoPlainPersonalData(t *testing.T, s collectionstatus.Stor
 	handle(t, p, []eventschema.Envelope{
 		log.Append("acme", stream, base, collection.Started{CollectionID: id, ClientID: "acme", Company: "se-demo-insurer",
 			Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE", APIVersion: "2026-04-01",
-			UserUUID: "u-sealed", RequestHash: "h", StartedAt: base}),
+			UserUUID: "u-sealed", StartedAt: base}),
 		log.Append("acme", stream, base, collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusWaitingForUserAction,
 			InstructionRequestIDs: []string{"r1"}, ChangedAt: base,
 			Personal: &collection.StatusPersonal{QRStartSecret: "qr-secret-0001", Instructions: []collection.Instruction{{RequestID: "r1",

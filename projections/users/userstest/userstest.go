@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 	"github.com/samla/samla/projections/users"
@@ -33,16 +35,19 @@ func Run(t *testing.T, open Open) {
 		{"GetMany", testGetMany},
 		{"StaleAndEqualRevisionsIgnored", testRevisions},
 		{"BatchWithSeveralRevisionsOfOneRow", testBatchDuplicates},
-		{"FindByExternalIDKey", testFind},
-		{"FindIgnoresStaleReservations", testFindRevisions},
+		{"ExternalIDs", testExternalIDs},
+		{"ExternalIDsIgnoreStaleRevisions", testExternalIDRevisions},
 		{"Reset", testReset},
 		{"ProjectorWholeLifeInOneBatch", testProjectorWholeLife},
 		{"ProjectorRedeliveryAndOverlap", testProjectorRedelivery},
 		{"ProjectorIgnoresOtherCategories", testProjectorOtherCategories},
 		{"ProjectorKeepsTheExternalIDSealed", testProjectorSealed},
+		{"ProjectorKeepsTheHolderSealed", testProjectorHolderSealed},
+		{"ProjectorReservationOfVersion1", testProjectorReservationV1},
 		{"ProjectorAfterTheErasure", testProjectorErased},
 		{"ReaderThroughItsPort", testReader},
 		{"ReaderFindsOnlyTheExternalIDAskedFor", testReaderMismatch},
+		{"ReaderFindsOnlyALiveHolder", testReaderHolders},
 		{"ReaderErasedAndLostKeys", testReaderKeys},
 	}.Run(t, open)
 }
@@ -162,79 +167,90 @@ func testBatchDuplicates(t *testing.T, s users.Store) {
 	assertRow(t, get(t, s, "acme", u1), stored(newest))
 }
 
-func reservation(key, tenant, holder string, released bool, rev uint64) users.ExternalIDRow {
-	return users.ExternalIDRow{Key: key, Tenant: tenant, UserUUID: holder, Released: released, Revision: rev}
-}
+// suiteKeys seals the reservations' holders that the store-level tests write.
+var suiteKeys = keystore.NewMemory()
 
-func testFind(t *testing.T, s users.Store) {
-	key := user.ExternalIDKey(secret, "acme", "customer-42")
-	upsert(t, s, row(u1, "acme", 0))
-	upsertIDs(t, s, reservation(key, "acme", u1, false, 0))
-	got, err := s.FindByExternalIDKey(ctx(t), "acme", key)
+// holder is a reservation's holder as the projector stores it: sealed under the hold's subject.
+func holder(t *testing.T, userUUID string) sealed.Value {
+	t.Helper()
+	v, err := sealed.Seal(ctx(t), suiteKeys, holdOf(userUUID), []byte(`{"userUuid":"`+userUUID+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertRow(t, got, stored(row(u1, "acme", 0)))
-
-	_, err = s.FindByExternalIDKey(ctx(t), "globex", key)
-	assertNotFound(t, err)
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", user.ExternalIDKey(secret, "acme", "customer-43"))
-	assertNotFound(t, err)
-
-	// The user deleted: nothing finds it, though its reservation is not released yet.
-	deleted := row(u1, "acme", 1)
-	deleted.DeletedAt = base
-	upsert(t, s, deleted)
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
-	assertNotFound(t, err)
-
-	// Released, then taken by another user.
-	upsertIDs(t, s, reservation(key, "acme", u1, true, 1))
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
-	assertNotFound(t, err)
-	upsert(t, s, row(u2, "acme", 0))
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
-	assertNotFound(t, err) // the reservation still says released
-	upsertIDs(t, s, reservation(key, "acme", u2, false, 2))
-	if got, err := s.FindByExternalIDKey(ctx(t), "acme", key); err != nil || got.UserUUID != u2 {
-		t.Fatalf("after the reuse: %v, %v", got, err)
-	}
-
-	// A reservation whose user the read model has not seen yet finds nothing.
-	other := user.ExternalIDKey(secret, "acme", "customer-7")
-	upsertIDs(t, s, reservation(other, "acme", "0190f4a2-0000-0000-0000-000000000000", false, 0))
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", other)
-	assertNotFound(t, err)
+	return v
 }
 
-func testFindRevisions(t *testing.T, s users.Store) {
+// holdOf is the subject of a user's hold on its externalId in the suite: a token of its own,
+// which names no user.
+func holdOf(userUUID string) string {
+	return domain.HolderSubject(map[string]string{u1: "3d1c5a0e-first", u2: "8b2f4c7d-second"}[userUUID])
+}
+
+func reservation(key, tenant string, holder sealed.Value, released bool, rev uint64) users.ExternalIDRow {
+	return users.ExternalIDRow{Key: key, Tenant: tenant, Holder: holder, Released: released, Revision: rev}
+}
+
+func getID(t *testing.T, s users.Store, tenant, key string) users.ExternalIDRow {
+	t.Helper()
+	r, err := s.GetExternalID(ctx(t), tenant, key)
+	if err != nil {
+		t.Fatalf("GetExternalID(%s): %v", tenant, err)
+	}
+	return r
+}
+
+func testExternalIDs(t *testing.T, s users.Store) {
 	key := user.ExternalIDKey(secret, "acme", "customer-42")
-	upsert(t, s, row(u1, "acme", 0))
-	upsertIDs(t, s, reservation(key, "acme", u1, true, 1), reservation(key, "acme", u1, false, 0)) // in one batch
-	_, err := s.FindByExternalIDKey(ctx(t), "acme", key)
+	held := reservation(key, "acme", holder(t, u1), false, 0)
+	upsertIDs(t, s, held)
+	if got := getID(t, s, "acme", key); !reflect.DeepEqual(got, held) {
+		t.Fatalf("reservation\n got %#v\nwant %#v", got, held)
+	}
+	_, err := s.GetExternalID(ctx(t), "globex", key)
 	assertNotFound(t, err)
-	upsertIDs(t, s, reservation(key, "acme", u1, false, 0)) // redelivered later
-	upsertIDs(t, s, reservation(key, "acme", u1, false, 1)) // an equal revision
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	_, err = s.GetExternalID(ctx(t), "acme", user.ExternalIDKey(secret, "acme", "customer-43"))
 	assertNotFound(t, err)
+
+	// Released (no holder kept), then taken by another user.
+	released := reservation(key, "acme", sealed.Value{}, true, 1)
+	upsertIDs(t, s, released)
+	if got := getID(t, s, "acme", key); !reflect.DeepEqual(got, released) {
+		t.Fatalf("released\n got %#v\nwant %#v", got, released)
+	}
+	taken := reservation(key, "acme", holder(t, u2), false, 2)
+	upsertIDs(t, s, taken)
+	if got := getID(t, s, "acme", key); !reflect.DeepEqual(got, taken) {
+		t.Fatalf("taken again\n got %#v\nwant %#v", got, taken)
+	}
+}
+
+func testExternalIDRevisions(t *testing.T, s users.Store) {
+	key := user.ExternalIDKey(secret, "acme", "customer-42")
+	released := reservation(key, "acme", sealed.Value{}, true, 1)
+	upsertIDs(t, s, released, reservation(key, "acme", holder(t, u1), false, 0)) // in one batch
+	upsertIDs(t, s, reservation(key, "acme", holder(t, u1), false, 0))           // redelivered later
+	upsertIDs(t, s, reservation(key, "acme", holder(t, u1), false, 1))           // an equal revision
+	if got := getID(t, s, "acme", key); !reflect.DeepEqual(got, released) {
+		t.Fatalf("reservation\n got %#v\nwant %#v", got, released)
+	}
 }
 
 func testReset(t *testing.T, s users.Store) {
 	key := user.ExternalIDKey(secret, "acme", "customer-42")
 	upsert(t, s, row(u1, "acme", 0))
-	upsertIDs(t, s, reservation(key, "acme", u1, false, 0))
+	upsertIDs(t, s, reservation(key, "acme", holder(t, u1), false, 3))
 	if err := s.Reset(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Get(ctx(t), "acme", u1)
 	assertNotFound(t, err)
 	// A reservation left behind would find the user again once re-projected at a lower revision.
-	upsert(t, s, row(u1, "acme", 0))
-	_, err = s.FindByExternalIDKey(ctx(t), "acme", key)
+	_, err = s.GetExternalID(ctx(t), "acme", key)
 	assertNotFound(t, err)
-	upsertIDs(t, s, reservation(key, "acme", u1, false, 0))
-	if _, err := s.FindByExternalIDKey(ctx(t), "acme", key); err != nil {
-		t.Fatalf("a reservation written after the reset: %v", err)
+	again := reservation(key, "acme", holder(t, u1), false, 0)
+	upsertIDs(t, s, again)
+	if got := getID(t, s, "acme", key); !reflect.DeepEqual(got, again) {
+		t.Fatalf("a reservation written after the reset: %#v", got)
 	}
 }
 
@@ -248,9 +264,9 @@ func (l lifeLog) create(id, tenant, externalID string, at time.Time) []eventsche
 	key := user.ExternalIDKey(secret, tenant, externalID)
 	return []eventschema.Envelope{
 		l.Append(tenant, user.ReservationStreamName(key), at, user.ExternalIDReserved{ClientID: tenant, ReservedAt: at,
-			Personal: &user.ReservedBy{UserUUID: id, RequestHash: "h"}}),
+			Personal: &user.ReservedBy{UserUUID: id, RequestHash: "h", Subject: holdOf(id)}}),
 		l.Append(tenant, user.StreamName(id), at, user.Created{UserUUID: id, ClientID: tenant, CreatedAt: at,
-			Personal: &user.CreatedPerson{ExternalID: externalID, RequestHash: "h"}}),
+			Personal: &user.CreatedPerson{ExternalID: externalID, RequestHash: "h", HolderSubject: holdOf(id)}}),
 	}
 }
 
@@ -441,7 +457,8 @@ func testReaderMismatch(t *testing.T, s users.Store) {
 	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
 	key := user.ExternalIDKey(secret, "acme", "customer-7")
 	f.handle(t, f.log.Append("acme", user.ReservationStreamName(key), base,
-		user.ExternalIDReserved{ClientID: "acme", ReservedAt: base, Personal: &user.ReservedBy{UserUUID: u1, RequestHash: "h"}}))
+		user.ExternalIDReserved{ClientID: "acme", ReservedAt: base,
+			Personal: &user.ReservedBy{UserUUID: u1, RequestHash: "h", Subject: holdOf(u1)}}))
 	if v, err := f.find(t, "acme", "customer-7"); !errors.Is(err, query.ErrNotFound) {
 		t.Fatalf("find = %+v, %v", v, err)
 	}
@@ -478,4 +495,81 @@ func testReaderKeys(t *testing.T, s users.Store) {
 		t.Fatalf("find after the erasure: %v", err)
 	}
 
+}
+
+// testProjectorHolderSealed: a reservation's holder is kept sealed under its hold's subject, so
+// that neither the row nor the sealed form names the user; destroying that key (the user's
+// erasure) leaves a reservation that finds nobody.
+func testProjectorHolderSealed(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+	key := user.ExternalIDKey(secret, "acme", "customer-42")
+	r := getID(t, s, "acme", key)
+	if r.Holder.IsZero() || bytes.Contains(r.Holder.Bytes(), []byte(u1)) || r.Holder.Subject() != holdOf(u1) {
+		t.Fatalf("stored holder %s", r.Holder.Bytes())
+	}
+	if _, err := f.find(t, "acme", "customer-42"); err != nil {
+		t.Fatalf("find before the erasure: %v", err)
+	}
+	if err := f.keys.Destroy(ctx(t), holdOf(u1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find after the hold's erasure: %v", err)
+	}
+	// Projected again after the erasure (a rebuild), the hold keeps nothing.
+	f.handle(t, f.log.Append("acme", user.ReservationStreamName(key), base, user.ExternalIDReserved{ClientID: "acme",
+		ReservedAt: base, Personal: &user.ReservedBy{UserUUID: u1, Subject: holdOf(u1)}}))
+	if r := getID(t, s, "acme", key); !r.Holder.IsZero() {
+		t.Fatalf("an erased hold was kept: %s", r.Holder.Bytes())
+	}
+}
+
+// testProjectorReservationV1: a reservation of version 1 named its holder in plain text and no
+// subject of its hold: it is read with its holder sealed under the user's own subject.
+func testProjectorReservationV1(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	key := user.ExternalIDKey(secret, "acme", "customer-42")
+	f.handle(t, f.log.AppendRaw(eventschema.Envelope{Type: user.EventExternalIDReserved, SchemaVersion: 1, Tenant: "acme",
+		Stream: user.ReservationStreamName(key), OccurredAt: base,
+		Payload: []byte(`{"clientId":"acme","userUuid":"` + u1 + `","requestHash":"h","reservedAt":"2026-03-04T05:06:07.891Z"}`)}))
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)[1])
+	if r := getID(t, s, "acme", key); r.Holder.Subject() != domain.UserSubject(u1) {
+		t.Fatalf("a hold of version 1 sealed under %q", r.Holder.Subject())
+	}
+	if v, err := f.find(t, "acme", "customer-42"); err != nil || v.UserUUID != u1 {
+		t.Fatalf("find = %+v, %v", v, err)
+	}
+}
+
+// testReaderHolders: a reservation finds its holder only while the reservation holds and the
+// holder is a live user the read model knows.
+func testReaderHolders(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	created := f.log.create(u1, "acme", "customer-42", base)
+	// The reservation before its user: nobody is found yet.
+	f.handle(t, created[0])
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find before the user: %v", err)
+	}
+	f.handle(t, created[1])
+	if v, err := f.find(t, "acme", "customer-42"); err != nil || v.UserUUID != u1 {
+		t.Fatalf("find = %+v, %v", v, err)
+	}
+	// The user deleted, its reservation not released yet: nobody is found.
+	deleted := f.log.delete(u1, "acme", "customer-42", base.Add(time.Hour))
+	f.handle(t, deleted[0])
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find of a deleted user: %v", err)
+	}
+	f.handle(t, deleted[1])
+	if _, err := f.find(t, "acme", "customer-42"); !errors.Is(err, query.ErrNotFound) {
+		t.Fatalf("find after the release: %v", err)
+	}
+	// A lost key store is an error, never nobody.
+	f.handle(t, f.log.create(u2, "acme", "customer-7", base)...)
+	lost := users.NewReader(s, keystore.NewMemory(), secret)
+	if _, err := lost.FindByExternalID(ctx(t), "acme", "customer-7"); !errors.Is(err, eventschema.ErrKeyNotFound) {
+		t.Fatalf("find with a lost key store: %v", err)
+	}
 }
