@@ -129,6 +129,9 @@ func RebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger) (
 		return 0, err
 	}
 	defer keys.close()
+	if err := checkKeysNotLost(ctx, keys, store); err != nil {
+		return 0, err
+	}
 	models, err := openReadModels(ctx, cfg, keys)
 	if err != nil {
 		return 0, err

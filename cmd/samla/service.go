@@ -109,12 +109,13 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	s.closers = append(s.closers, releaseDataDir)
 	// Every role but the relay appends, loads, projects or reads personal data; the relay
 	// only moves sealed events.
+	var opened *keyStore
 	if roles.Command || roles.Query || roles.Project || roles.Connect {
 		keys, err := openKeys(cfg)
 		if err != nil {
 			return nil, err
 		}
-		s.keys = keys
+		s.keys, opened = keys, keys
 		s.closers = append(s.closers, keys.close)
 	}
 	if roles.Command || roles.Relay || roles.Connect {
@@ -123,6 +124,11 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 			return nil, err
 		}
 		s.closers = append(s.closers, store.Close)
+		if opened != nil {
+			if err := checkKeysNotLost(ctx, opened, store); err != nil {
+				return nil, err
+			}
+		}
 		s.store = eventstore.Instrument(store, s.metrics)
 	}
 	// The command role consumes the users' events to finish erasures (startErasure).

@@ -197,8 +197,8 @@ func (s *ClickHouseStore) ErasePersonal(ctx context.Context, tenant, userUUID st
 	)
 	err := s.query(ctx, func(r Row) {
 		ids = append(ids, r.CollectionID)
-		if r.sealed != nil || !r.Personal.IsZero() {
-			r.sealed, r.Personal = nil, Personal{}
+		if r.sealed != nil || !r.Personal.IsZero() || !r.Content.IsZero() {
+			r.sealed, r.Personal, r.Content = nil, Personal{}, Content{}
 			erased = append(erased, r)
 		}
 	}, `SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE tenant = ? AND user_uuid = ?`, tenant, userUUID)

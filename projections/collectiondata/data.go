@@ -7,9 +7,12 @@
 // pass.
 //
 // Unlike the audit history, this read model must hold personal data: the data endpoints return
-// it to the client that owns the collection. It is kept apart from everything else in columns
-// of its own (personal_json, and a document's personal_content), mirroring the events' own
-// "personal" field, so that an erasure can blank exactly those columns and leave the rest.
+// it to the client that owns the collection. Everything a company told of the person is: the
+// names and personal information, and the records themselves (a person's insurances, pensions,
+// loans, accounts and cards), as the events' own "personal" member holds them. Sealing stores it
+// all, sealed, in columns of its own (personal_json, and a document's personal_content), so that
+// an erasure blanks exactly those columns and leaves the collection's status, company and
+// revisions.
 package collectiondata
 
 import (
@@ -37,8 +40,8 @@ type Row struct {
 	// UserUUID is the collection's user ("" for none): with the id, it names the data subject
 	// the personal data is sealed under (collection.DataSubject).
 	UserUUID string
-	Content  Content  // what the company returned, without personal data
-	Personal Personal // the personal data that goes with it
+	Content  Content  // the records the company returned (personal data: Sealing seals them with Personal)
+	Personal Personal // the names and personal information that go with them
 	// UpdatedAt is the time of the last event folded (the domain's own time when it has one),
 	// at ms precision, in UTC.
 	UpdatedAt time.Time
@@ -51,9 +54,9 @@ type Row struct {
 	sealed []byte
 }
 
-// Content is the collected data without personal data, in the domain's own types, so that a
-// data point the company did not report stays nil (unknown) all the way to the presenter.
-// Lists accumulate over the collection's data events; an empty list is nil.
+// Content is the collected records, in the domain's own types, so that a data point the company
+// did not report stays nil (unknown) all the way to the presenter. Lists accumulate over the
+// collection's data events; an empty list is nil. IsZero tells none.
 type Content struct {
 	Insurances       []collection.Insurance      `json:"insurances,omitempty"`
 	Pensions         []collection.Pension        `json:"pensions,omitempty"`
@@ -65,8 +68,13 @@ type Content struct {
 	CreditCards      []collection.PSD2CreditCard `json:"psd2CreditCards,omitempty"`
 }
 
-// Personal is the personal part of the collected data, stored apart from Content so that an
-// erasure can blank it alone. Empty maps are nil.
+// IsZero reports whether c holds no record.
+func (c Content) IsZero() bool {
+	return len(c.Insurances) == 0 && len(c.Pensions) == 0 && len(c.Investments) == 0 && len(c.Loans) == 0 &&
+		len(c.Savings) == 0 && len(c.CheckingAccounts) == 0 && len(c.SavingsAccounts) == 0 && len(c.CreditCards) == 0
+}
+
+// Personal is the names and personal information of the collected data. Empty maps are nil.
 type Personal struct {
 	// HolderNames maps an insurance id to its holder's name.
 	HolderNames map[string]string `json:"holderNames,omitempty"`
@@ -127,9 +135,10 @@ type Store interface {
 	// readdb.ErrNotFound.
 	Document(ctx context.Context, tenant, collectionID, documentID string) (Document, error)
 	// ErasePersonal blanks the personal data of every one of tenant's collections made for
-	// userUUID, which was deleted: a row's personal data, and its documents' content, file name
-	// and digest (which could name or confirm the person's file). The rest stays, at the
-	// revisions it has. Erasing again changes nothing; a collection of no user is never touched.
+	// userUUID, which was deleted: a row's records and personal data, and its documents'
+	// content, file name and digest (which could name or confirm the person's file). The rest
+	// stays, at the revisions it has. Erasing again changes nothing; a collection of no user is
+	// never touched.
 	ErasePersonal(ctx context.Context, tenant, userUUID string) error
 	// Reset removes every row and document, before a rebuild from the event store.
 	Reset(ctx context.Context) error

@@ -2,6 +2,7 @@ package collectiondata
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,14 @@ type sealingStore struct {
 	keys eventschema.Keys
 }
 
-// Sealing wraps an adapter so that what it stores of personal data (a row's Personal, a
-// document's Content) is sealed under the collection's data subject (collection.DataSubject
-// of the row's id and user) and opened when it is read: the projector and the Reader see it
-// plain, the database never does. An erased subject reads as no personal data and no content
-// (the data endpoints then show null); a lost key is an error. Rows written before sealing,
-// whose columns hold plain text, are read as they are and sealed when next written.
+// Sealing wraps an adapter so that what it stores of personal data (a row's records and
+// Personal, a document's Content) is sealed under the collection's data subject
+// (collection.DataSubject of the row's id and user) and opened when it is read: the projector
+// and the Reader see it plain, the database never does (its data_json is then "{}"). An erased
+// subject reads as no records, no personal data and no content (the data endpoints then show
+// empty lists and null); a lost key is an error. Rows written before sealing, whose columns hold
+// plain text, are read as they are and sealed when next written; so are rows sealed before the
+// records were (their sealed form holds Personal alone, and data_json the records).
 //
 // A document is sealed under its row's subject: the row written with it (as the projector
 // does), else the stored one. A document of no row is refused: it names no user, and sealing a
@@ -36,16 +39,16 @@ func (s sealingStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 	sealedRows := make([]Row, len(rows))
 	for i, r := range rows {
 		subjects[r.CollectionID] = subject(r)
-		if !r.Personal.IsZero() {
-			plain, err := encodePersonal(r.Personal)
+		if !r.Personal.IsZero() || !r.Content.IsZero() {
+			plain, err := json.Marshal(sealedForm{Personal: r.Personal, Records: &r.Content})
 			if err != nil {
-				return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+				return fmt.Errorf("collection data %s: encode: %w", r.CollectionID, err)
 			}
-			if r.sealed, err = s.seal(ctx, subject(r), []byte(plain)); err != nil {
+			if r.sealed, err = s.seal(ctx, subject(r), plain); err != nil {
 				return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 			}
 		}
-		r.Personal = Personal{}
+		r.Personal, r.Content = Personal{}, Content{}
 		sealedRows[i] = r
 	}
 	var rowless []string
@@ -89,7 +92,14 @@ func (s sealingStore) seal(ctx context.Context, subject string, plain []byte) ([
 	return sealed, err
 }
 
-// open opens a row's sealed personal data into Personal.
+// sealedForm is what Sealing seals of a row: Personal's members, and the records beside them
+// (nil in a row sealed before the records were, whose data_json still holds them).
+type sealedForm struct {
+	Personal
+	Records *Content `json:"records,omitempty"`
+}
+
+// open opens a row's sealed personal data into Personal and Content.
 func (s sealingStore) open(ctx context.Context, r Row) (Row, error) {
 	if r.sealed == nil {
 		return r, nil
@@ -100,11 +110,16 @@ func (s sealingStore) open(ctx context.Context, r Row) (Row, error) {
 		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 	}
 	if erased {
-		r.Personal = Personal{}
+		r.Personal, r.Content = Personal{}, Content{}
 		return r, nil
 	}
-	if r.Personal, err = decodePersonal(string(plain)); err != nil {
-		return Row{}, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
+	var form sealedForm
+	if err := json.Unmarshal(plain, &form); err != nil {
+		return Row{}, fmt.Errorf("collection data %s: decode personal data: %w", r.CollectionID, err)
+	}
+	r.Personal = form.Personal
+	if form.Records != nil {
+		r.Content = *form.Records
 	}
 	return r, nil
 }

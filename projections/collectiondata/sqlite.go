@@ -254,8 +254,8 @@ func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string
 			AND (personal_content IS NOT NULL OR file_name != '' OR sha256 != '')`, tenant, tenant, userUUID); err != nil {
 			return fmt.Errorf("documents: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE collection_data SET personal_json = NULL
-			WHERE tenant = ? AND user_uuid = ? AND personal_json IS NOT NULL`, tenant, userUUID)
+		_, err := tx.ExecContext(ctx, `UPDATE collection_data SET personal_json = NULL, data_json = '{}'
+			WHERE tenant = ? AND user_uuid = ? AND (personal_json IS NOT NULL OR data_json != '{}')`, tenant, userUUID)
 		return err
 	})
 	if err != nil {
