@@ -10,6 +10,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 )
 
@@ -274,6 +275,74 @@ type externalIDReleasedAudit struct {
 func auditExternalIDReleased(e user.ExternalIDReleased) any {
 	return externalIDReleasedAudit{ReleasedAt: auditTime(e.ReleasedAt)}
 }
+
+// The consent events show the consent's lifecycle: where, with which login method and scope,
+// when it moved and why it ended, in codes. Never the person who must sign, the request's
+// fingerprint, the EID order's tokens, the bank's id of the consent (the bank's reference, no
+// business of the history's) or a failure's message (free text that may carry anything); the
+// user is named by the stream's events elsewhere, not here.
+
+type consentCreatedAudit struct {
+	Company     string    `json:"company"`
+	LoginMethod string    `json:"loginMethod"`
+	Scope       []string  `json:"scope"`
+	CreatedAt   auditTime `json:"createdAt"`
+}
+
+func auditConsentCreated(e consent.Created) any {
+	scope := make([]string, len(e.Scope))
+	for i, s := range e.Scope {
+		scope[i] = string(s)
+	}
+	return consentCreatedAudit{Company: e.Company, LoginMethod: e.LoginMethod, Scope: scope, CreatedAt: auditTime(e.CreatedAt)}
+}
+
+// auditConsentClaimed leaves the worker out, as collection.claimed does.
+func auditConsentClaimed(e consent.Claimed) any {
+	return claimedAudit{ClaimedAt: auditTime(e.ClaimedAt)}
+}
+
+type consentAuthorizationStartedAudit struct {
+	At       auditTime `json:"at"`
+	Deadline auditTime `json:"deadline"`
+}
+
+func auditConsentAuthorizationStarted(e consent.AuthorizationStarted) any {
+	return consentAuthorizationStartedAudit{At: auditTime(e.At), Deadline: auditTime(e.Deadline)}
+}
+
+type consentAuthorizedAudit struct {
+	AuthorizedAt auditTime `json:"authorizedAt"`
+	ExpiresAt    auditTime `json:"expiresAt"`
+}
+
+func auditConsentAuthorized(e consent.Authorized) any {
+	return consentAuthorizedAudit{AuthorizedAt: auditTime(e.AuthorizedAt), ExpiresAt: auditTime(e.ExpiresAt)}
+}
+
+type consentFailedAudit struct {
+	Code string    `json:"code"`
+	At   auditTime `json:"at"`
+}
+
+func auditConsentFailed(e consent.Failed) any {
+	return consentFailedAudit{Code: string(e.Code), At: auditTime(e.At)}
+}
+
+type consentRevokedAudit struct {
+	Reason string    `json:"reason"`
+	At     auditTime `json:"at"`
+}
+
+func auditConsentRevoked(e consent.Revoked) any {
+	return consentRevokedAudit{Reason: string(e.Reason), At: auditTime(e.At)}
+}
+
+type consentExpiredAudit struct {
+	At auditTime `json:"at"`
+}
+
+func auditConsentExpired(e consent.Expired) any { return consentExpiredAudit{At: auditTime(e.At)} }
 
 // auditTime is a time as the audit view shows it: RFC 3339 in UTC with milliseconds, as every
 // time of the API, whatever precision the event recorded.

@@ -67,6 +67,18 @@ var auditSummaries = map[string]string{
 	"user.created.v1.erased": `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
 	"user.created.v2":        `{"createdAt":"2026-01-02T03:04:05.678Z"}`,
 	"user.deleted.v1":        `{"deletedAt":"2026-01-03T03:04:05.000Z"}`,
+	"consent.created.v1": `{"company":"se-demo-bank","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE",` +
+		`"scope":["CHECKING_ACCOUNTS","CREDIT_CARDS","SAVINGS_ACCOUNTS"],"createdAt":"2026-01-02T03:04:05.678Z"}`,
+	"consent.created.v1.erased": `{"company":"se-demo-bank","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
+		`"scope":["SAVINGS_ACCOUNTS"],"createdAt":"2026-01-02T03:04:05.678Z"}`,
+	"consent.claimed.v1":                      `{"claimedAt":"2026-01-02T03:04:05.700Z"}`,
+	"consent.authorization-started.v1":        `{"at":"2026-01-02T03:04:06.000Z","deadline":"2026-01-02T03:04:36.000Z"}`,
+	"consent.authorization-started.v1.erased": `{"at":"2026-01-02T03:04:06.000Z","deadline":"2026-01-02T03:04:36.000Z"}`,
+	"consent.authorized.v1":                   `{"authorizedAt":"2026-01-02T03:04:10.000Z","expiresAt":"2026-07-01T03:04:10.000Z"}`,
+	"consent.failed.v1":                       `{"code":"AUTHENTICATION_MISMATCH","at":"2026-01-02T03:04:10.000Z"}`,
+	"consent.revoked.v1":                      `{"reason":"CLIENT","at":"2026-01-03T03:04:05.000Z"}`,
+	"consent.revoked.v1.user-deleted":         `{"reason":"USER_DELETED","at":"2026-01-03T03:04:05.000Z"}`,
+	"consent.expired.v1":                      `{"at":"2026-07-01T03:04:10.000Z"}`,
 	"collection.wealth-collected.v1": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
 		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 	"collection.wealth-collected.v2": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
@@ -86,6 +98,7 @@ var neverAudited = []string{
 	"5b0a4e5a", "5e884898", "9f2c", "9f2d", "1a2b", "supply-tolvan", // digests, key hashes, request fingerprints, keys
 	"6f1c2a9e", "0190f4a2", "Acme AB", "embedded", "r1", // the user's id, ids the URL already gives, names, hosts
 	"holder-", "3d1c5a0e", // the subject of a user's hold on its externalId
+	"bank-consent", "5e1f", "Another person signed", // a consent's id at the bank, a failure's free text
 }
 
 func TestAuditSummaryOfEveryStoredExample(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 )
 
@@ -83,6 +84,14 @@ func NewRegistry() (*Registry, error) {
 			upcasters: map[int]Upcaster{1: upcastExternalIDReservedV1}, audit: summarise(auditExternalIDReserved)},
 		{name: user.EventExternalIDReleased, current: 2, decode: decoder[user.ExternalIDReleased](),
 			upcasters: map[int]Upcaster{1: upcastExternalIDReleasedV1}, audit: summarise(auditExternalIDReleased)},
+		{name: consent.EventCreated, current: 1, decode: decoder[consent.Created](), audit: summarise(auditConsentCreated)},
+		{name: consent.EventClaimed, current: 1, decode: decoder[consent.Claimed](), audit: summarise(auditConsentClaimed)},
+		{name: consent.EventAuthorizationStarted, current: 1, decode: decoder[consent.AuthorizationStarted](),
+			audit: summarise(auditConsentAuthorizationStarted)},
+		{name: consent.EventAuthorized, current: 1, decode: decoder[consent.Authorized](), audit: summarise(auditConsentAuthorized)},
+		{name: consent.EventFailed, current: 1, decode: decoder[consent.Failed](), audit: summarise(auditConsentFailed)},
+		{name: consent.EventRevoked, current: 1, decode: decoder[consent.Revoked](), audit: summarise(auditConsentRevoked)},
+		{name: consent.EventExpired, current: 1, decode: decoder[consent.Expired](), audit: summarise(auditConsentExpired)},
 	}
 	compiler := jsonschema.NewCompiler()
 	for _, d := range defs {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
@@ -353,6 +354,10 @@ func TestWhatIdentifiesAPersonIsPersonal(t *testing.T) {
 		user.Created{UserUUID: "u1", ClientID: "acme", CreatedAt: at, Personal: &user.CreatedPerson{ExternalID: "x", RequestHash: "fp-user"}},
 		user.ExternalIDReserved{ClientID: "acme", ReservedAt: at, Personal: &user.ReservedBy{UserUUID: "holder-uuid", RequestHash: "fp-user"}},
 		user.ExternalIDReleased{ReleasedAt: at, Personal: &user.ReleasedBy{UserUUID: "holder-uuid"}},
+		consent.Created{ConsentID: "c1", ClientID: "acme", UserUUID: "u1", Company: "se-demo-bank", LoginMethod: "M",
+			Scope: consent.AllScopes(), CreatedAt: at, Personal: &consent.CreatedPerson{PersonalNumber: "199001010017", RequestHash: "fp-consent"}},
+		consent.AuthorizationStarted{At: at, Deadline: at.Add(time.Minute), BankConsentID: "b1",
+			Personal: &consent.AuthorizationPersonal{AutoStartToken: "tok-auto", QRStartToken: "tok-qr", QRStartSecret: "tok-secret"}},
 	} {
 		_, _, payload, err := r.Encode(e)
 		if err != nil {
@@ -365,7 +370,8 @@ func TestWhatIdentifiesAPersonIsPersonal(t *testing.T) {
 		delete(m, eventschema.PersonalMember)
 		public, _ := json.Marshal(m)
 		for _, secret := range []string{"fp-", "key-tolvan", "ABC123", "Tolvgatan", "9960", "ins-1", "L1", "hemförsäkring",
-			doc.Personal.SHA256[:16], "holder-uuid"} {
+			doc.Personal.SHA256[:16], "holder-uuid",
+			"199001010017", "tok-"} {
 			if strings.Contains(string(public), secret) {
 				t.Errorf("%s: the public part %s holds %q", e.EventType(), public, secret)
 			}

@@ -40,6 +40,8 @@ type demoCompany struct {
 	// enrollmentCheck: the company first checks that the person is a customer
 	// (CUSTOMER_ENROLLMENT_CHECK) before the sign-in starts.
 	enrollmentCheck bool
+	// consents: the company gives PSD2 account-information consents (SANDBOX.md, "Consents").
+	consents bool
 }
 
 func demoCompanies() map[string]*demoCompany {
@@ -55,7 +57,7 @@ func demoCompanies() map[string]*demoCompany {
 		{id: "se-demo-bank", displayName: "Demo Bank", market: "se", products: []string{"WEALTH"},
 			loginMethods: slices.Clone(eid),
 			dataProducts: []string{productAccounts, productCards, productLoans, productSavings, productPersonalInformation},
-			slowProduct:  productCards},
+			slowProduct:  productCards, consents: true},
 		{id: "fr-demo-pension-info", displayName: "Démo Info Retraite", market: "fr", products: []string{"WEALTH"},
 			loginMethods: []string{company.LoginPDFUpload, company.LoginEIDOtherDeviceMock},
 			dataProducts: []string{productPensions, productCareerStatement, productPersonalInformation},
@@ -81,7 +83,7 @@ func Catalog() *company.Catalog {
 	var list []company.Company
 	for _, c := range demoCompanyOrder(demoCompanies()) {
 		co := company.Company{ID: c.id, DisplayName: c.displayName, Market: c.market,
-			LoginMethods: slices.Clone(c.loginMethods), Availability: company.Available}
+			LoginMethods: slices.Clone(c.loginMethods), Availability: company.Available, Consents: c.consents}
 		for _, p := range c.products {
 			co.Products = append(co.Products, collection.Product(p))
 		}

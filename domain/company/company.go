@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 )
 
 // Login method identifiers of the spec.
@@ -38,6 +39,9 @@ type Company struct {
 	LoginMethods []string
 	Availability Availability
 	Message      string // user-facing note when not available
+	// Consents tells whether the company gives PSD2 account-information consents (POST
+	// /consents); a company without is 422 CONSENT_NOT_SUPPORTED there.
+	Consents bool
 }
 
 // Supports reports whether the company accepts a login method.
@@ -48,4 +52,9 @@ func (c Company) Supports(loginMethod string) bool {
 // ForCollection is what the collection aggregate needs to decide a start.
 func (c Company) ForCollection() collection.Company {
 	return collection.Company{ID: c.ID, Products: c.Products, Available: c.Availability == Available}
+}
+
+// ForConsent is what the consent aggregate needs to decide a new consent.
+func (c Company) ForConsent() consent.Company {
+	return consent.Company{ID: c.ID, Consents: c.Consents, LoginMethods: slices.Clone(c.LoginMethods)}
 }
