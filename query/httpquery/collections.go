@@ -47,7 +47,12 @@ type Deps struct {
 	// Users is set, and then UserCollections is required.
 	Users           query.UserReader
 	UserCollections query.UserCollectionsReader
-	// Now is the clock of the status poll's animated QR data; nil means time.Now.
+	// Consents and UserConsents serve the consent endpoints (consents.go); they are mounted
+	// only when Consents is set, and then UserConsents and Users are required.
+	Consents     query.ConsentReader
+	UserConsents query.UserConsentsReader
+	// Now is the clock of the status polls' animated QR data and of consents' expiry; nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -74,6 +79,12 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 			panic("httpquery.RegisterRoutes: Deps.UserCollections is required with Deps.Users")
 		}
 		h.registerUsers(r)
+	}
+	if d.Consents != nil {
+		if d.UserConsents == nil || d.Users == nil {
+			panic("httpquery.RegisterRoutes: Deps.UserConsents and Deps.Users are required with Deps.Consents")
+		}
+		h.registerConsents(r)
 	}
 }
 
