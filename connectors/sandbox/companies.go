@@ -56,8 +56,11 @@ func demoCompanies() map[string]*demoCompany {
 			dataProducts: []string{productPensions, productInvestments, productPersonalInformation}, slowProduct: productInvestments},
 		{id: "se-demo-bank", displayName: "Demo Bank", market: "se", products: []string{"WEALTH"},
 			loginMethods: slices.Clone(eid),
-			dataProducts: []string{productAccounts, productCards, productLoans, productSavings, productPersonalInformation},
-			slowProduct:  productCards, consents: true},
+			// Accounts and cards are PSD2 products, read under a consent (consent.go), not
+			// under the login session; savings is the product that times out, so that the
+			// partial persona is partial with or without a consent.
+			dataProducts: []string{productLoans, productSavings, productPersonalInformation},
+			slowProduct:  productSavings, consents: true},
 		{id: "fr-demo-pension-info", displayName: "Démo Info Retraite", market: "fr", products: []string{"WEALTH"},
 			loginMethods: []string{company.LoginPDFUpload, company.LoginEIDOtherDeviceMock},
 			dataProducts: []string{productPensions, productCareerStatement, productPersonalInformation},
@@ -113,7 +116,8 @@ type companyView struct {
 	Products     []string `json:"products"`
 	LoginMethods []string `json:"loginMethods"`
 	DataProducts []string `json:"dataProducts"`
-	Status       string   `json:"status"` // OPERATIONAL or MAINTENANCE
+	Consents     bool     `json:"consents"` // a PSD2 consent API (consent.go)
+	Status       string   `json:"status"`   // OPERATIONAL or MAINTENANCE
 }
 
 func (c *demoCompany) view() companyView {
@@ -122,7 +126,7 @@ func (c *demoCompany) view() companyView {
 		status = "MAINTENANCE"
 	}
 	return companyView{ID: c.id, DisplayName: c.displayName, Market: c.market, Products: c.products,
-		LoginMethods: c.loginMethods, DataProducts: c.dataProducts, Status: status}
+		LoginMethods: c.loginMethods, DataProducts: c.dataProducts, Consents: c.consents, Status: status}
 }
 
 func (s *Sandbox) listCompanies(w http.ResponseWriter, r *http.Request) {

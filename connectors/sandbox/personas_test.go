@@ -264,8 +264,8 @@ func TestOtherDeviceEID(t *testing.T) {
 		s.expect(30*time.Second, "FAILED", "ORDER_EXPIRED")
 	})
 	t.Run("the user cancels", func(t *testing.T) {
-		s := open(t, sb, clock, "se-demo-bank", withRef("199001010017", otherDevice, "consent-3"))
-		if a := call(t, "POST", sb.URL()+"/sandbox/eid/cancel", map[string]string{"consentId": "consent-3"}, nil); a.status != 200 {
+		s := open(t, sb, clock, "se-demo-bank", withRef("199001010017", otherDevice, "col-3"))
+		if a := call(t, "POST", sb.URL()+"/sandbox/eid/cancel", map[string]string{"collectionId": "col-3"}, nil); a.status != 200 {
 			t.Fatalf("%d %v", a.status, a.body)
 		}
 		s.expect(0, "FAILED", "USER_CANCELLED")
@@ -496,16 +496,18 @@ func TestDataSets(t *testing.T) {
 		}
 	})
 	t.Run("bank products", func(t *testing.T) {
+		// Accounts and cards are PSD2 data, read under a consent (consent_test.go), never
+		// under the login session.
 		s := signedIn(t, "se-demo-bank", "191212121212")
-		accounts := s.data("accounts").body["accounts"].([]any)
-		types := map[string]int{}
-		for _, a := range accounts {
-			types[a.(map[string]any)["cashAccountType"].(string)]++
+		if got := s.body["products"]; !slices.Equal(toStrings(got), []string{"loans", "savings", "personal-information"}) {
+			t.Errorf("bank session products %v", got)
 		}
-		if types["CACC"] != 1 || types["SVGS"] != 2 {
-			t.Errorf("accounts %v", accounts)
+		for _, product := range []string{"accounts", "cards"} {
+			if a := s.data(product); a.status != 403 || a.body["code"] != "CONSENT_REQUIRED" {
+				t.Errorf("%s under a session: %d %v", product, a.status, a.body)
+			}
 		}
-		for product, key := range map[string]string{"cards": "cardAccounts", "loans": "loans", "savings": "savings"} {
+		for product, key := range map[string]string{"loans": "loans", "savings": "savings"} {
 			if a := s.data(product); a.status != 200 || len(a.body[key].([]any)) < 2 {
 				t.Errorf("%s: %d %v", product, a.status, a.body)
 			}
@@ -518,8 +520,8 @@ func TestDataSets(t *testing.T) {
 	t.Run("unknown values are absent, never zero or empty", func(t *testing.T) {
 		for _, c := range []struct{ company, product string }{
 			{"se-demo-insurer", "insurances"}, {"se-demo-insurer", "group-insurances"}, {"se-demo-insurer", "personal-information"},
-			{"se-demo-pension", "pensions"}, {"se-demo-pension", "investments"}, {"se-demo-bank", "accounts"},
-			{"se-demo-bank", "cards"}, {"se-demo-bank", "loans"}, {"se-demo-bank", "savings"}, {"fr-demo-pension-info", "pensions"},
+			{"se-demo-pension", "pensions"}, {"se-demo-pension", "investments"},
+			{"se-demo-bank", "loans"}, {"se-demo-bank", "savings"}, {"fr-demo-pension-info", "pensions"},
 		} {
 			for _, pn := range []string{"191212121212", "199001010017"} {
 				a := signedIn(t, c.company, pn).data(c.product)
@@ -535,7 +537,7 @@ func TestDataSets(t *testing.T) {
 	})
 	t.Run("no products", func(t *testing.T) {
 		s := signedIn(t, "se-demo-bank", "199001010033")
-		if a := s.data("accounts"); len(a.body["accounts"].([]any)) != 0 {
+		if a := s.data("savings"); len(a.body["savings"].([]any)) != 0 {
 			t.Fatalf("%v", a.body)
 		}
 		if a := s.data("personal-information"); a.body["personalInformation"] != nil {
@@ -544,7 +546,7 @@ func TestDataSets(t *testing.T) {
 	})
 	t.Run("one product times out", func(t *testing.T) {
 		for company, slow := range map[string]string{"se-demo-insurer": "group-insurances", "se-demo-pension": "investments",
-			"se-demo-bank": "cards", "fr-demo-pension-info": "career-statement"} {
+			"se-demo-bank": "savings", "fr-demo-pension-info": "career-statement"} {
 			s := open(t, sb, clock, company, withRef("199001010025", mock, "c-slow-"+company))
 			s.clock.Add(2 * time.Second)
 			b := s.poll()

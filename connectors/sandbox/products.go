@@ -13,8 +13,8 @@ import (
 //	insurances, group-insurances → {"insurances":[…]}
 //	pensions                     → {"pensions":[…]}
 //	investments                  → {"investments":[…]}
-//	accounts                     → {"accounts":[…]}      (PSD2 checking CACC and savings SVGS)
-//	cards                        → {"cardAccounts":[…]}  (PSD2 card accounts)
+//	accounts, cards              → 403 CONSENT_REQUIRED at a company with consents: PSD2
+//	                               data is read under a consent (consent.go), never a session
 //	loans                        → {"loans":[…]}
 //	savings                      → {"savings":[…]}
 //	personal-information         → {"personalInformation":{…}|null}
@@ -39,6 +39,11 @@ func (s *Sandbox) getProduct(w http.ResponseWriter, r *http.Request) {
 	}
 	if !authorized(r, ls.accessToken) {
 		writeError(w, http.StatusUnauthorized, "INVALID_TOKEN", "A valid access token is required.")
+		return
+	}
+	if co.consents && (product == productAccounts || product == productCards) {
+		writeError(w, http.StatusForbidden, "CONSENT_REQUIRED",
+			"Accounts and cards are PSD2 data, read under a consent: GET /v1/accounts or /v1/card-accounts with a Consent-ID header.")
 		return
 	}
 	if !slices.Contains(products, product) {
@@ -83,10 +88,6 @@ func (s *Sandbox) getProduct(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"pensions": pensionsOf(o)})
 	case productInvestments:
 		writeJSON(w, http.StatusOK, map[string]any{"investments": investmentsOf(o)})
-	case productAccounts:
-		writeJSON(w, http.StatusOK, map[string]any{"accounts": accountsOf(o)})
-	case productCards:
-		writeJSON(w, http.StatusOK, map[string]any{"cardAccounts": cardsOf(o)})
 	case productLoans:
 		writeJSON(w, http.StatusOK, map[string]any{"loans": loansOf(o)})
 	case productSavings:

@@ -10,7 +10,7 @@
 // The demo companies' API, below BaseURL(companyID) = <url>/sandbox/companies/{companyId}:
 //
 //	GET    /sandbox/companies                  → {"companies":[{id, displayName, market, products,
-//	                                              loginMethods, dataProducts, status}]}
+//	                                              loginMethods, dataProducts, consents, status}]}
 //	GET    …/{companyId}                       → one company; status OPERATIONAL or MAINTENANCE
 //	POST   …/{companyId}/sessions              {personalNumber?, loginMethod, reference?}, header Idempotency-Key?
 //	                                           → 201 session (200 and the same session for a repeated key)
@@ -30,13 +30,16 @@
 //	GET    …/sessions/{id}/{product}           Authorization: Bearer <accessToken>; see getProduct
 //	POST   …/client/{id}/eid-order             } requests the user's device runs (INSTRUCTIONS of
 //	GET    …/client/{id}/login-result          } the client-side login), with the device token
+//	…/{companyId}/v1/consents, …/v1/accounts,  the PSD2 account-information API of a company with
+//	…/v1/card-accounts                         consents (se-demo-bank): see consent.go
 //
 // A session is {sessionId, reference, loginMethod, state, stateSince, failureReason?, message?,
 // eidOrder?{orderRef, autoStartToken, qrStartToken, qrStartSecret, startedAt, expiresAt, status,
 // hintCode?, completionData?}, instructions?[{requestId, method, url, headers, body?}],
 // twoFactor?{methods, method?}, requiredInputs?, document?{status, message?, insurances?,
 // pensions?}, customer?{personalNumber}, accessToken?, products?, createdAt, expiresAt?}; its
-// states are listed in session.go. Errors are {code, message}: 400 INVALID_REQUEST |
+// states are listed in session.go. A company with consents serves accounts and cards only under
+// a PSD2 consent, never under a login session (403 CONSENT_REQUIRED there). Errors are {code, message}: 400 INVALID_REQUEST |
 // INVALID_PERSONAL_NUMBER | INVALID_INPUT, 401 INVALID_TOKEN, 404 UNKNOWN_COMPANY |
 // SESSION_NOT_FOUND | UNKNOWN_PRODUCT | NO_CAREER_STATEMENT, 409 NOT_AUTHENTICATED |
 // NOT_AWAITING_…, 413 DOCUMENT_TOO_LARGE, 422 LOGIN_METHOD_NOT_SUPPORTED (with
@@ -101,6 +104,7 @@ type options struct {
 	stepDelay       time.Duration
 	productTimeout  time.Duration
 	clientWait      time.Duration
+	consentValidity time.Duration
 	publicURL       string
 	logger          *slog.Logger
 	now             func() time.Time
@@ -186,6 +190,8 @@ type Sandbox struct {
 	mu          sync.Mutex
 	sessions    map[string]*loginSession // by session id
 	idempotency map[string]string        // company id + "\x00" + key → session id
+	consents    map[string]*bankConsent  // PSD2 consents by consent id (consent.go)
+	consentKeys map[string]string        // company id + "\x00" + key → consent id
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -202,7 +208,8 @@ func New(opts ...Option) (*Sandbox, error) {
 		addr: "127.0.0.1:0", latencyMin: DefaultLatencyMin, latencyMax: DefaultLatencyMax,
 		mockSignDelay: DefaultMockSignDelay, eidOrderTimeout: DefaultEIDOrderTimeout,
 		sessionTTL: DefaultSessionTTL, userDelay: DefaultUserDelay, stepDelay: DefaultStepDelay,
-		productTimeout: DefaultProductTimeout, clientWait: DefaultClientWait, now: time.Now,
+		productTimeout: DefaultProductTimeout, clientWait: DefaultClientWait, consentValidity: DefaultConsentValidity,
+		now: time.Now,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -214,7 +221,7 @@ func New(opts ...Option) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox failure rate %v is not within 0..1", o.failureRate)
 	case o.mockSignDelay < 0 || o.userDelay < 0 || o.stepDelay < 0 || o.productTimeout < 0 || o.clientWait < 0:
 		return nil, errors.New("sandbox delays must not be negative")
-	case o.eidOrderTimeout <= 0 || o.sessionTTL <= 0:
+	case o.eidOrderTimeout <= 0 || o.sessionTTL <= 0 || o.consentValidity <= 0:
 		return nil, errors.New("sandbox timeouts must be positive")
 	case o.now == nil:
 		return nil, errors.New("sandbox clock is nil")
@@ -233,6 +240,8 @@ func New(opts ...Option) (*Sandbox, error) {
 		eid:         eidsim.New(o.eidOrderTimeout, o.sessionTTL, personas.eidUser),
 		sessions:    map[string]*loginSession{},
 		idempotency: map[string]string{},
+		consents:    map[string]*bankConsent{},
+		consentKeys: map[string]string{},
 		rng:         rand.New(rand.NewPCG(o.seed, o.seed^0x5a4d4c41)),
 	}
 	s.SetFailureRate(o.failureRate)
@@ -386,6 +395,12 @@ func (s *Sandbox) routes() http.Handler {
 	api.HandleFunc("GET /sandbox/companies/{companyId}/sessions/{sessionId}/{product}", s.getProduct)
 	api.HandleFunc("POST /sandbox/companies/{companyId}/client/{sessionId}/eid-order", s.deviceStartOrder)
 	api.HandleFunc("GET /sandbox/companies/{companyId}/client/{sessionId}/login-result", s.deviceLoginResult)
+	api.HandleFunc("POST /sandbox/companies/{companyId}/v1/consents", s.createConsent)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/v1/consents/{consentId}", s.getConsent)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/v1/consents/{consentId}/status", s.getConsentStatus)
+	api.HandleFunc("DELETE /sandbox/companies/{companyId}/v1/consents/{consentId}", s.deleteConsent)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/v1/accounts", s.psd2Accounts)
+	api.HandleFunc("GET /sandbox/companies/{companyId}/v1/card-accounts", s.psd2Cards)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "No such resource.")
 	})

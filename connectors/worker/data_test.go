@@ -249,13 +249,13 @@ func TestWealth(t *testing.T) {
 			t.Errorf("P6 keeps the company's true, got %v", got["P6"])
 		}
 	})
-	t.Run("PSD2 accounts, cards, loans and savings at the bank", func(t *testing.T) {
+	t.Run("loans and savings at the bank; no PSD2 product without a consent", func(t *testing.T) {
 		c := run(bankCo, tolvan, "")
 		if c.Status() != collection.StatusCompleted || len(c.Wealth()) != 1 {
 			t.Fatalf("status %s, %d wealth events", c.Status(), len(c.Wealth()))
 		}
 		wc := c.Wealth()[0]
-		if r := wc.Personal; r == nil || len(r.CheckingAccounts) != 1 || len(r.SavingsAccounts) != 2 || len(r.CreditCards) != 2 ||
+		if r := wc.Personal; r == nil || len(r.CheckingAccounts) != 0 || len(r.SavingsAccounts) != 0 || len(r.CreditCards) != 0 ||
 			len(r.Loans) != 2 || len(r.Savings) != 2 {
 			t.Fatalf("bank data %+v", wc)
 		}
@@ -284,7 +284,8 @@ func TestWealth(t *testing.T) {
 	t.Run("a product times out: the rest is recorded, partial", func(t *testing.T) {
 		for _, co := range []string{pensionCo, bankCo, frenchCo} {
 			c := run(co, pnPartial, "")
-			if c.Status() != collection.StatusCompletedPartial || len(c.Wealth()) != 1 || c.Wealth()[0].Counts.Pensions+c.Wealth()[0].Counts.CheckingAccounts == 0 {
+			if c.Status() != collection.StatusCompletedPartial || len(c.Wealth()) != 1 ||
+				(c.Wealth()[0].Counts == collection.WealthCounts{} && c.Wealth()[0].Personal.PersonalInformation == nil) {
 				t.Errorf("%s: status %s, wealth %+v", co, c.Status(), c.Wealth())
 			}
 		}
