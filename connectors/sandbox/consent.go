@@ -191,7 +191,7 @@ func (s *Sandbox) consentView(bc *bankConsent, now time.Time) consentView {
 		ov := &eidOrderView{OrderRef: o.OrderRef, AutoStartToken: o.AutoStartToken, QRStartToken: o.QRStartToken,
 			QRStartSecret: o.QRStartSecret, StartedAt: o.StartedAt, ExpiresAt: o.ExpiresAt}
 		if r, err := s.eid.Collect(o.OrderRef, now); err == nil {
-			ov.Status, ov.HintCode = r.Status, r.HintCode
+			ov.Status, ov.HintCode, ov.CompletionData = r.Status, r.HintCode, r.CompletionData
 		}
 		v.EIDOrder = ov
 	}

@@ -161,7 +161,13 @@ func TestConsentOfEveryPersona(t *testing.T) {
 			c := askConsent(t, sb, clock, consentRequest(pn, otherDevice, ref))
 			c.expect(5*time.Second, "received", "")
 			sign(ref)
-			c.expect(0, "rejected", want)
+			b := c.expect(0, "rejected", want)
+			if pn == "199001010082" {
+				user := b["eidOrder"].(map[string]any)["completionData"].(map[string]any)["user"].(map[string]any)
+				if user["personalNumber"] != "199001010017" {
+					t.Fatalf("the EID reports who signed: %v", user)
+				}
+			}
 		})
 	}
 	t.Run("other device, the persona who never signs", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/consent"
 )
 
 // Repository is the part of the command repository a worker needs;
@@ -76,6 +78,123 @@ type Companies interface {
 	FetchProduct(ctx context.Context, companyID string, session CompanySession, product DataProduct) (ProductData, error)
 	// EndSession logs out; best effort, the company forgets sessions by itself.
 	EndSession(ctx context.Context, companyID string, session CompanySession) error
+}
+
+// ConsentBank is the port to the PSD2 consents of a company that has them (the consent
+// worker's): the bank opens an electronic-ID order for the person at once, the person signs
+// (or not), and the consent is then used to read PSD2 products (AccountInformation) until it
+// is revoked or expires. Like Companies, an adapter retries what is worth retrying, so an error
+// means the bank could not be used (ErrCompanyFailed) unless it is one of the more precise
+// errors named here.
+type ConsentBank interface {
+	// CreateConsent asks the bank for a consent. It comes back BankConsentPending with the EID
+	// order to show, or already BankConsentFailed (a conflicting order). ErrConsentsNotSupported
+	// means the company has no consents, ErrLoginMethodNotSupported that it does not authorize
+	// consents with that method, ErrCompanyUnavailable that it is in maintenance.
+	CreateConsent(ctx context.Context, companyID string, req BankConsentRequest) (BankConsent, error)
+	// ConsentStatus reads a consent's current state at the bank. ErrBankConsentUnknown means
+	// the bank does not know the id.
+	ConsentStatus(ctx context.Context, companyID, bankConsentID string) (BankConsent, error)
+	// RevokeConsent ends a consent at the bank, withdrawing its EID order if it is still
+	// pending. A consent that already ended, or that the bank does not know, is no error, so
+	// that a retried revocation succeeds.
+	RevokeConsent(ctx context.Context, companyID, bankConsentID string) error
+}
+
+// BankConsentRequest asks a bank for a consent. PersonalNumber is personal data: adapters send
+// it only in request bodies and never log it.
+type BankConsentRequest struct {
+	// PersonalNumber is the person who must sign (12 digits); the bank refuses anyone else.
+	PersonalNumber string
+	LoginMethod    string
+	// Scope is what the consent lets Samla read; the bank serves nothing outside it.
+	Scope []consent.Scope
+	// Reference is Samla's consent id, for the bank's and the EID simulator's correlation:
+	// POST /sandbox/eid/sign {"consentId"} finds the order by it.
+	Reference string
+	// IdempotencyKey makes retries of one request create one consent at the bank.
+	IdempotencyKey string
+	// Validity is how long the consent stays valid after its authorization; 0 leaves it to the
+	// bank's longest, and the bank never grants more than that.
+	Validity time.Duration
+}
+
+// BankConsentState is where a bank consent stands.
+type BankConsentState string
+
+const (
+	// BankConsentPending: the EID order waits for the person's signature.
+	BankConsentPending BankConsentState = "PENDING"
+	// BankConsentAuthorized: signed by the person; PSD2 products can be read until ValidUntil.
+	BankConsentAuthorized BankConsentState = "AUTHORIZED"
+	// BankConsentFailed: never authorized; Failure says why.
+	BankConsentFailed BankConsentState = "FAILED"
+	// BankConsentRevoked: ended by Samla (RevokeConsent) or by the person at the bank.
+	BankConsentRevoked BankConsentState = "REVOKED"
+	// BankConsentExpired: authorized once, past ValidUntil.
+	BankConsentExpired BankConsentState = "EXPIRED"
+)
+
+// BankConsent is a consent at a bank as the adapter understood it.
+type BankConsent struct {
+	// ID is the bank's own id of the consent: public, and what PSD2 reads go under.
+	ID string
+	// Reference is BankConsentRequest.Reference (Samla's consent id).
+	Reference string
+	State     BankConsentState
+	Scope     []consent.Scope
+	// Outcome is the failure code a BankConsentFailed consent ends in.
+	Outcome consent.FailureCode
+	// FailureReason is the bank's own reason of a failed consent, for logs.
+	FailureReason string
+	// EIDOrder is the authorization's electronic-ID order (its QRStartSecret is a secret, see
+	// EIDOrder); nil when the bank refused to start one.
+	EIDOrder *EIDOrder
+	// Signer is who signed the EID order, as the EID provider says; nil until signed. The bank
+	// authorizes only the person the consent was asked for (else BankConsentFailed with
+	// AUTHENTICATION_MISMATCH); a consent worker may check it too. Personal data.
+	Signer *EIDIdentity
+	// AuthorizedAt and ValidUntil are set once the consent was authorized.
+	AuthorizedAt time.Time
+	ValidUntil   time.Time
+}
+
+// PSD2Grant is what a collection reads PSD2 products under: a bank consent and the scope
+// Samla's consent was given for.
+type PSD2Grant struct {
+	BankConsentID string
+	Scope         []consent.Scope
+}
+
+// AccountInformation reads PSD2 products (ProductAccounts, ProductCards) under a bank consent,
+// without a login session, as a PSD2 bank serves them.
+type AccountInformation interface {
+	// FetchPSD2 reads one PSD2 product under the grant. Only records the grant's scope names
+	// come back (checking and savings accounts each need their own scope). ErrConsentNotUsable
+	// means the bank refuses the consent now (revoked, expired, not authorized, or outside its
+	// scope): the collection's PSD2 part stops there. ErrProductTimeout is as for FetchProduct.
+	FetchPSD2(ctx context.Context, companyID string, grant PSD2Grant, product DataProduct) (ProductData, error)
+}
+
+// CollectionConsents tells which bank consent a collection reads its PSD2 products under.
+type CollectionConsents interface {
+	// PSD2Grant is the collection's grant; false when it has none, and then the collection
+	// reads no PSD2 product (they are unknown, not empty). An error means the grant could not
+	// be read now.
+	PSD2Grant(ctx context.Context, c *collection.Collection) (PSD2Grant, bool, error)
+}
+
+// PSD2Products are the PSD2 products a scope lets a collection read, in reading order: the
+// accounts for checking or savings accounts, the cards for credit cards.
+func PSD2Products(scope []consent.Scope) []DataProduct {
+	var out []DataProduct
+	if slices.Contains(scope, consent.ScopeCheckingAccounts) || slices.Contains(scope, consent.ScopeSavingsAccounts) {
+		out = append(out, ProductAccounts)
+	}
+	if slices.Contains(scope, consent.ScopeCreditCards) {
+		out = append(out, ProductCards)
+	}
+	return out
 }
 
 // LoginRequest starts a company login. PersonalNumber is personal data: adapters send it only
@@ -266,4 +385,10 @@ var (
 	ErrInputRejected = errors.New("input rejected by the company")
 	// ErrNotAwaiting: the session does not take that input or those responses now.
 	ErrNotAwaiting = errors.New("company session is not awaiting that")
+	// ErrConsentsNotSupported: the company has no PSD2 consents; it is also ErrCompanyFailed.
+	ErrConsentsNotSupported = fmt.Errorf("company has no consents: %w", ErrCompanyFailed)
+	// ErrBankConsentUnknown: the bank does not know the consent id.
+	ErrBankConsentUnknown = errors.New("bank consent unknown")
+	// ErrConsentNotUsable: the bank refuses to serve data under the consent now.
+	ErrConsentNotUsable = errors.New("bank refuses the consent")
 )
