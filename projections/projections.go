@@ -1,5 +1,5 @@
 // Package projections runs the read side's projectors: consumers that fold events from Kafka
-// into read models (collection status, event history, API keys, collected data, users; readmodels.go
+// into read models (collection status, event history, API keys, collected data, users, consents; readmodels.go
 // lists them), each with a SQLite and a ClickHouse adapter. It opens the read models as one bundle, runs each projector in its own
 // consumer group, and rebuilds every read model from the event store.
 //

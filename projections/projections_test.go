@@ -17,6 +17,7 @@ import (
 
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
@@ -24,8 +25,10 @@ import (
 	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/consents"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/internal/eventlog"
+	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 	"github.com/samla/samla/projections/users"
@@ -149,7 +152,18 @@ type world struct {
 	data       map[string]collectiondata.Row // collection → its data row, for every collection
 	users      map[string]users.Row          // user → its row, Personal only marked (sealed bytes vary)
 	externalID map[string]string             // reservation key → the live user that holds it
+	consents   map[string]consents.Row       // consent → its row, Personal only marked non-zero when sealed
 }
+
+// sealedMark stands for a sealed value in the world's rows: verify checks whether a stored one is
+// there, and under whose subject, since the sealed bytes vary.
+var sealedMark = func() sealed.Value {
+	v, err := sealed.Seal(context.Background(), keystore.NewMemory(), "mark", []byte("x"))
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
 
 // worldSecret names the world's externalId reservations.
 var worldSecret = []byte("world-secret-0123456789abcdef0123456")
@@ -157,7 +171,7 @@ var worldSecret = []byte("world-secret-0123456789abcdef0123456")
 func buildWorld(log *eventlog.Log, n int) world {
 	w := world{statuses: map[string]collectionstatus.Row{}, keys: map[string]string{},
 		historyLen: map[string]int{}, tenantOf: map[string]string{}, data: map[string]collectiondata.Row{},
-		users: map[string]users.Row{}, externalID: map[string]string{}}
+		users: map[string]users.Row{}, externalID: map[string]string{}, consents: map[string]consents.Row{}}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	for _, tenant := range []string{"acme", "other"} {
 		s := client.StreamName(tenant)
@@ -194,6 +208,35 @@ func buildWorld(log *eventlog.Log, n int) world {
 		}
 		w.externalID[key] = second
 		w.historyLen[reservation], w.tenantOf[reservation] = 3, tenant
+		// Consents: the deleted user's revoked with it; the second user's authorized, and one
+		// awaiting its authorization with the EID order sealed.
+		for i, owner := range []string{first, second, second} {
+			id := fmt.Sprintf("k-%s-%d", tenant, i)
+			stream := consent.StreamName(id)
+			at := t0.Add(time.Duration(i) * time.Minute)
+			log.Append(tenant, stream, at, consent.Created{ConsentID: id, ClientID: tenant, UserUUID: owner, Company: "se-demo-bank",
+				LoginMethod: "BANKID", Scope: consent.AllScopes(), CreatedAt: at, Personal: &consent.CreatedPerson{PersonalNumber: "199001010017"}})
+			started := at.Add(time.Second)
+			log.Append(tenant, stream, started, consent.AuthorizationStarted{At: started, Deadline: started.Add(30 * time.Second),
+				BankConsentID: "bank-" + id, Personal: &consent.AuthorizationPersonal{QRStartToken: "qr", QRStartSecret: "secret"}})
+			row := consents.Row{ConsentID: id, Tenant: tenant, UserUUID: owner, Company: "se-demo-bank", LoginMethod: "BANKID",
+				Status: "AWAITING_AUTHORIZATION", Scope: []string{"CHECKING_ACCOUNTS", "CREDIT_CARDS", "SAVINGS_ACCOUNTS"},
+				BankConsentID: "bank-" + id, CreatedAt: at, UpdatedAt: started, AuthorizationStartedAt: started,
+				AuthorizationDeadline: started.Add(30 * time.Second), Revision: 1}
+			switch i {
+			case 0:
+				log.Append(tenant, stream, at.Add(time.Hour), consent.Revoked{At: at.Add(time.Hour), Reason: consent.RevokedUserDeleted})
+				row.Status, row.RevokeReason, row.UpdatedAt, row.Revision = "REVOKED", "USER_DELETED", at.Add(time.Hour), 2
+			case 1:
+				authorized := started.Add(5 * time.Second)
+				log.Append(tenant, stream, authorized, consent.Authorized{AuthorizedAt: authorized, ExpiresAt: authorized.Add(time.Hour)})
+				row.Status, row.AuthorizedAt, row.ExpiresAt, row.UpdatedAt, row.Revision = "AUTHORIZED", authorized, authorized.Add(time.Hour), authorized, 2
+			default:
+				row.Personal = sealedMark
+			}
+			w.consents[id] = row
+			w.historyLen[stream], w.tenantOf[stream] = int(row.Revision)+1, tenant
+		}
 	}
 	for i := range n {
 		tenant := []string{"acme", "other"}[i%2]
@@ -324,6 +367,19 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 			t.Fatalf("user %s\n got %#v\nwant %#v", id, got, want)
 		}
 	}
+	for id, want := range w.consents {
+		got, err := m.Consents.Get(ctx, want.Tenant, id)
+		if err != nil {
+			t.Fatalf("consent %s: %v", id, err)
+		}
+		if got.Personal.IsZero() != want.Personal.IsZero() || (!got.Personal.IsZero() && got.Personal.Subject() != "user-"+want.UserUUID) {
+			t.Fatalf("consent %s keeps personal data sealed under %q", id, got.Personal.Subject())
+		}
+		got.Personal = want.Personal
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("consent %s\n got %#v\nwant %#v", id, got, want)
+		}
+	}
 	for key, id := range w.externalID {
 		got, err := m.Users.GetExternalID(ctx, w.users[id].Tenant, key)
 		if err != nil || got.Released {
@@ -360,7 +416,7 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	// event-history-v2: the history of audit summaries is projected by a consumer group of its own;
 	// users-v2: so are the users, since reservations keep their holders sealed.
 	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history-v2": true, "api-keys": true,
-		"collection-data": true, "users-v2": true}) {
+		"collection-data": true, "users-v2": true, "consents": true}) {
 		t.Fatalf("projector names = %v", names)
 	}
 
@@ -395,6 +451,9 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	if err := m.Users.Upsert(testCtx(t), []users.Row{{UserUUID: "u-junk", Tenant: "acme", Revision: 99}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.Consents.Upsert(testCtx(t), []consents.Row{{ConsentID: "k-junk", Tenant: "acme", UserUUID: "u", Status: "INITIATED", Revision: 99}}); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		n, err := projections.Rebuild(testCtx(t), log, m)
 		if err != nil {
@@ -415,6 +474,9 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 		}
 		if _, err := m.Users.Get(testCtx(t), "acme", "u-junk"); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("junk user survived the rebuild: %v", err)
+		}
+		if _, err := m.Consents.Get(testCtx(t), "acme", "k-junk"); !errors.Is(err, readdb.ErrNotFound) {
+			t.Fatalf("junk consent survived the rebuild: %v", err)
 		}
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/consents"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/users"
@@ -23,11 +25,17 @@ import (
 // write to the stores; consumers read through each read model's Reader (collectionstatus.NewReader
 // and the like), which implements the port the consumer declares.
 type ReadModels struct {
-	Status  collectionstatus.Store
-	History eventhistory.Store
-	APIKeys apikeys.Store
-	Data    collectiondata.Store
-	Users   users.Store
+	Status   collectionstatus.Store
+	History  eventhistory.Store
+	APIKeys  apikeys.Store
+	Data     collectiondata.Store
+	Users    users.Store
+	Consents consents.Store
+
+	// Metrics, when set before Projectors is called, is where the projectors that keep metrics
+	// of what they fold (consents by status and company, authorization latency) record. A
+	// rebuild leaves it unset: replayed history is not new activity.
+	Metrics *metrics.Metrics
 
 	reg     *eventschema.Registry
 	keys    eventschema.Keys // seals and opens personal data (crypto-shredding)
@@ -94,6 +102,11 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 		return fail(err)
 	}
 	m.Users = userStore
+	consentStore, err := openSQLiteStore(open, "consents", consents.NewSQLite, &m.closers)
+	if err != nil {
+		return fail(err)
+	}
+	m.Consents = consentStore
 	return m, nil
 }
 
@@ -172,6 +185,9 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	if m.Users, err = users.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
+	if m.Consents, err = consents.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -201,7 +217,16 @@ func (m *ReadModels) Projectors() []Projector {
 		Opening(apikeys.NewProjector(m.reg, m.APIKeys), m.keys),
 		Opening(collectiondata.NewProjector(m.reg, m.Data), m.keys),
 		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),
+		Opening(consents.NewProjector(m.reg, m.Consents, m.keys, m.consentMetrics()), m.keys),
 	}
+}
+
+// consentMetrics is where the consents projector records: nowhere without Metrics.
+func (m *ReadModels) consentMetrics() consents.Metrics {
+	if m.Metrics == nil {
+		return consents.Metrics{}
+	}
+	return consents.Metrics{Statuses: m.Metrics.ConsentStatuses, Authorization: m.Metrics.ConsentAuthorization}
 }
 
 // Reset empties every read model, before a rebuild.
@@ -218,7 +243,10 @@ func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.Data.Reset(ctx); err != nil {
 		return err
 	}
-	return m.Users.Reset(ctx)
+	if err := m.Users.Reset(ctx); err != nil {
+		return err
+	}
+	return m.Consents.Reset(ctx)
 }
 
 // Close releases the databases. It is safe to call more than once.

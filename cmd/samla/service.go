@@ -142,6 +142,8 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		if err != nil {
 			return nil, err
 		}
+		// The projections of this process record what they fold (consents by status).
+		models.Metrics = s.metrics
 		s.models = models
 		s.closers = append(s.closers, models.Close)
 	}

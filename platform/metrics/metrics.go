@@ -18,6 +18,17 @@ type Metrics struct {
 	ConnectorOutcomes  *prometheus.CounterVec // company, status
 	ConnectorSessions  prometheus.Gauge
 	CompanyRequestTime *prometheus.HistogramVec // company, outcome
+	// ConsentStatuses counts the consents that reached each status (the consents projection
+	// counts each status change once, as it folds it), by company and status.
+	ConsentStatuses *prometheus.CounterVec // company, status
+	// ConsentAuthorization is the time from a consent's EID order to its authorization.
+	ConsentAuthorization *prometheus.HistogramVec // company
+	// ConsentOutcomes counts the consents the connectors authorized or ended, by company,
+	// status (AUTHORIZED, FAILED, EXPIRED, REVOKED) and failure code ("" unless FAILED).
+	ConsentOutcomes *prometheus.CounterVec // company, status, code
+	// BankConsentRevocations counts the withdrawals of consents at the banks, by company and
+	// outcome (ok, failed: given up after the retries).
+	BankConsentRevocations *prometheus.CounterVec // company, outcome
 }
 
 // New registers every collector on reg.
@@ -58,13 +69,30 @@ func New(reg prometheus.Registerer) *Metrics {
 		ConnectorSessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "samla_connector_active_sessions", Help: "Company sessions this worker is driving.",
 		}),
+		ConsentOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_connector_consent_outcomes_total",
+			Help: "Consents the connector workers authorized or ended, by company, status and failure code.",
+		}, []string{"company", "status", "code"}),
+		BankConsentRevocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_connector_bank_consent_revocations_total",
+			Help: "Withdrawals of consents at the banks, by company and outcome (ok, failed after retries).",
+		}, []string{"company", "outcome"}),
 		CompanyRequestTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "samla_company_request_duration_seconds", Help: "Latency of requests to companies.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"company", "outcome"}),
+		ConsentStatuses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_consent_status_changes_total", Help: "Consents that reached a status, by company and status.",
+		}, []string{"company", "status"}),
+		ConsentAuthorization: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "samla_consent_authorization_duration_seconds",
+			Help: "Time from a consent's electronic-ID order to its authorization (the person's signature).",
+			// A person signs in seconds to a minute; the order times out after SAMLA_EID_ORDER_TIMEOUT.
+			Buckets: []float64{1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300},
+		}, []string{"company"}),
 	}
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
-		m.ConnectorSessions, m.CompanyRequestTime)
+		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization)
 	return m
 }
