@@ -23,6 +23,7 @@ import (
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/consents"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/users"
 	"github.com/samla/samla/query/httpquery"
@@ -98,17 +99,20 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 			// A DELETE answers once the users read model, which the session check asks, shows
 			// the deletion; one that a projection of this very process does not show in time is
 			// a fault.
-			UserDeletions: &httpcmd.DeletionWatch{Users: readModelDeletions{model: sessions.users.model}, Local: s.roles.Project}})
+			UserDeletions: &httpcmd.DeletionWatch{Users: readModelDeletions{model: sessions.users.model}, Local: s.roles.Project},
+			Consents:      s.commandConsents()})
 		// A session is issued for a user the event store knows to be live: a user can have one
 		// the moment POST /users answered, before the users read model shows it.
 		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: userService})
 	}
 	if s.roles.Query {
 		status := collectionstatus.NewReader(s.models.Status, s.keys)
+		consentModel := consents.NewReader(s.models.Consents, s.keys)
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
 			Status: status, History: eventhistory.NewReader(s.models.History, s.keys),
 			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
 			Users: users.NewReader(s.models.Users, s.keys, key), UserCollections: status,
+			Consents: consentModel, UserConsents: consentModel,
 		})
 	}
 	return nil

@@ -39,7 +39,10 @@ func (s *Service) commandUsers() (*app.UserService, error) {
 		// The running collections an erasure ends are listed by the status read model, which
 		// the command role opens for its session checks anyway; the event store decides.
 		app.Erasure{Keys: s.keys, Collections: collectionstatus.NewReader(s.models.Status, s.keys),
-			Ends: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys))},
+			Ends: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)),
+			// The user's consents are listed from the event store (assemble_consents.go);
+			// the event store decides which are live.
+			Consents: storeUserConsents{store: s.store}, Revokes: s.consentRevokes()},
 		nil)
 	return s.userService, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
@@ -105,7 +106,8 @@ func TestDeleteEndsTheUsersRunningCollections(t *testing.T) {
 	listed := givenUsersCollections(t, sc)
 	withKeys(t, keys, domain.UserSubject(otherUser))
 	svc := app.NewUserService(repoOf(sc, user.Kind), repoOf(sc, user.ReservationKind), userSecret,
-		app.Erasure{Keys: keys, Collections: listed, Ends: repoOf(sc, collection.Kind)}, sc.Clock())
+		app.Erasure{Keys: keys, Collections: listed, Ends: repoOf(sc, collection.Kind),
+			Consents: userConsents{}, Revokes: repoOf(sc, consent.Kind)}, sc.Clock())
 	_, completedBefore := lastChange(t, sc, completedCollection)
 	_, strangerBefore := lastChange(t, sc, strangerCollection)
 
@@ -151,7 +153,8 @@ func TestADeleteStoppedBeforeTheCollectionsEndIsFinished(t *testing.T) {
 	listed := &flakyCollections{userCollections: givenUsersCollections(t, sc)}
 	withKeys(t, keys, domain.UserSubject(otherUser))
 	svc := app.NewUserService(repoOf(sc, user.Kind), repoOf(sc, user.ReservationKind), userSecret,
-		app.Erasure{Keys: keys, Collections: listed, Ends: repoOf(sc, collection.Kind)}, sc.Clock())
+		app.Erasure{Keys: keys, Collections: listed, Ends: repoOf(sc, collection.Kind),
+			Consents: userConsents{}, Revokes: repoOf(sc, consent.Kind)}, sc.Clock())
 	if err := deleteUser(svc, "acme", otherUser)(context.Background()); !errors.Is(err, errReadModelDown) {
 		t.Fatalf("the delete that stops = %v", err)
 	}

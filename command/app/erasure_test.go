@@ -13,6 +13,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
@@ -126,7 +127,8 @@ func TestDeleteThatStopsIsFinished(t *testing.T) {
 				withKeys(t, mem, domain.UserSubject(otherUser))
 				broken := &failingKeys{Memory: mem, fail: tc.failAt}
 				erasure := app.Erasure{Keys: broken, Collections: userCollections{otherUser: {erasedCollection}},
-					Ends: repoOf(sc, collection.Kind)}
+					Ends:     repoOf(sc, collection.Kind),
+					Consents: userConsents{}, Revokes: repoOf(sc, consent.Kind)}
 				svc := app.NewUserService(repoOf(sc, user.Kind), repoOf(sc, user.ReservationKind), userSecret, erasure, sc.Clock())
 				sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
 					Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"))
@@ -174,7 +176,8 @@ func TestScenarioFinishErasure(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc := app.NewUserService(repoOf(sc, user.Kind), repoOf(sc, user.ReservationKind), userSecret,
-			app.Erasure{Keys: keys, Collections: failingCollections{}, Ends: repoOf(sc, collection.Kind)}, sc.Clock())
+			app.Erasure{Keys: keys, Collections: failingCollections{}, Ends: repoOf(sc, collection.Kind),
+				Consents: userConsents{}, Revokes: repoOf(sc, consent.Kind)}, sc.Clock())
 		sc.Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0"), user.Deleted{DeletedAt: created}).
 			When(finishErasure(svc, otherUser)).Then()
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
@@ -112,7 +113,8 @@ func TestReservationNamesNoUser(t *testing.T) {
 	keys := keystore.NewMemory()
 	reservations := repository.New(store, reg, user.ReservationKind, repository.WithKeys(keys))
 	svc := app.NewUserService(repository.New(store, reg, user.Kind, repository.WithKeys(keys)), reservations, userSecret,
-		app.Erasure{Keys: keys, Collections: userCollections{}, Ends: repository.New(store, reg, collection.Kind, repository.WithKeys(keys))}, nil)
+		app.Erasure{Keys: keys, Collections: userCollections{}, Ends: repository.New(store, reg, collection.Kind, repository.WithKeys(keys)),
+			Consents: userConsents{}, Revokes: repository.New(store, reg, consent.Kind, repository.WithKeys(keys))}, nil)
 	first, err := svc.Create(ctx, app.CreateUser{Tenant: "acme", ExternalID: "customer-42", RequestHash: "h1"})
 	if err != nil {
 		t.Fatal(err)

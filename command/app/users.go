@@ -62,6 +62,11 @@ type Erasure struct {
 	// which drives no collection of an erased subject.
 	Collections UserCollections
 	Ends        CollectionRepository
+	// Consents lists the user's consents, and Revokes is their repository: the erasure revokes
+	// each that the event store shows live (reason USER_DELETED) before it destroys the user's
+	// key, so that no consent of the erased person stays usable or goes on being authorized.
+	Consents UserConsents
+	Revokes  ConsentRepository
 }
 
 // erasureActor is the actor of what a finished erasure records (FinishErasure).
@@ -155,8 +160,8 @@ func NewUserService(users UserRepository, reservations ReservationRepository, se
 	if len(secret) == 0 {
 		panic("app.NewUserService: the externalId secret is required")
 	}
-	if erasure.Keys == nil || erasure.Collections == nil || erasure.Ends == nil {
-		panic("app.NewUserService: Erasure.Keys, Erasure.Collections and Erasure.Ends are required")
+	if erasure.Keys == nil || erasure.Collections == nil || erasure.Ends == nil || erasure.Consents == nil || erasure.Revokes == nil {
+		panic("app.NewUserService: Erasure.Keys, Erasure.Collections, Erasure.Ends, Erasure.Consents and Erasure.Revokes are required")
 	}
 	if now == nil {
 		now = time.Now
@@ -340,8 +345,8 @@ func replayUser(existing *user.User, cmd CreateUser) (UserCreated, error) {
 }
 
 // Delete deletes (anonymises) the client's user: it records user.deleted, releases the user's
-// externalId so that it may be used again, ends the user's collections that still run, and
-// erases the user's personal data everywhere by destroying its data subject's key (erase). Deleting a deleted user succeeds again without
+// externalId so that it may be used again, ends the user's collections that still run, revokes
+// its live consents, and erases the user's personal data everywhere by destroying its data subject's key (erase). Deleting a deleted user succeeds again without
 // recording anything and does whatever an earlier delete left undone. An unknown user, or another
 // client's, is ErrUserNotFound.
 //
@@ -373,7 +378,8 @@ func (s *UserService) Delete(ctx context.Context, cmd DeleteUser) error {
 }
 
 // FinishErasure does what the deletion of a user left undone: the release of its externalId,
-// the end of its running collections and the destruction of its key (erase). It does nothing for a user that is erased already (its
+// the end of its running collections, the revocation of its live consents and the destruction of
+// its key (erase). It does nothing for a user that is erased already (its
 // key is destroyed last, so nothing is left then), or not deleted. It is safe to run any number
 // of times, also beside the Delete it finishes.
 func (s *UserService) FinishErasure(ctx context.Context, cmd FinishErasure) error {
@@ -405,7 +411,9 @@ func (s *UserService) FinishErasure(ctx context.Context, cmd FinishErasure) erro
 //  2. the user's collections that still run are ended (FAILED, collection.EndForErasedUser):
 //     none may go on, or keep asking its client for a signature or input, without the personal
 //     data it was started with.
-//  3. the key of the user's hold on its externalId's reservation is destroyed (its own subject,
+//  3. the user's consents that are still live are revoked (reason USER_DELETED): none may be
+//     used for a collection, or go on being authorized, once the person it names is erased.
+//  4. the key of the user's hold on its externalId's reservation is destroyed (its own subject,
 //     domain.HolderSubject, so that the reservation's stream names no user), then the user's
 //     key, erasing its personal data in the event store, the Kafka log and the read models at
 //     once; the projections then blank the read models' copies. Being last, a destroyed user
@@ -436,6 +444,9 @@ func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.M
 		if err != nil {
 			return fmt.Errorf("erase: end collection %s: %w", id, err)
 		}
+	}
+	if err := revokeUserConsents(ctx, s.erasure.Consents, s.erasure.Revokes, u.ClientID(), u.ID(), meta, now); err != nil {
+		return fmt.Errorf("erase: %w", err)
 	}
 	if hold := u.HolderSubject(); hold != "" {
 		if err := s.erasure.Keys.Destroy(ctx, hold); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
@@ -44,13 +45,24 @@ func (u userCollections) UserNonFinalCollectionIDs(_ context.Context, tenant, us
 	return u[userUUID], nil
 }
 
+// userConsents is the consents read model's list of users' consents, by user.
+type userConsents map[string][]string
+
+func (u userConsents) UserConsentIDs(_ context.Context, tenant, userUUID string) ([]string, error) {
+	if tenant != "acme" {
+		return nil, nil
+	}
+	return u[userUUID], nil
+}
+
 // erasingScenario is a user scenario whose deletions erase with an in-memory key store (returned)
 // and these users' collections.
 func erasingScenario(t *testing.T, collections userCollections) (*commandtest.Scenario, *app.UserService, *keystore.Memory) {
 	sc := commandtest.New(t, testNow)
 	keys := keystore.NewMemory()
 	return sc, app.NewUserService(commandtest.Repository(sc, user.Kind), commandtest.Repository(sc, user.ReservationKind),
-		userSecret, app.Erasure{Keys: keys, Collections: collections, Ends: commandtest.Repository(sc, collection.Kind)}, sc.Clock(),
+		userSecret, app.Erasure{Keys: keys, Collections: collections, Ends: commandtest.Repository(sc, collection.Kind),
+			Consents: userConsents{}, Revokes: commandtest.Repository(sc, consent.Kind)}, sc.Clock(),
 		app.WithHoldTokens(holdToken)), keys
 }
 
@@ -306,7 +318,8 @@ func raceCreates(t *testing.T, store repository.Store, keyed bool) {
 	for i := range n {
 		svc := app.NewUserService(repository.New(store, reg, user.Kind), repository.New(store, reg, user.ReservationKind),
 			userSecret, app.Erasure{Keys: keystore.NewMemory(), Collections: userCollections{},
-				Ends: repository.New(store, reg, collection.Kind)}, nil)
+				Ends:     repository.New(store, reg, collection.Kind),
+				Consents: userConsents{}, Revokes: repository.New(store, reg, consent.Kind)}, nil)
 		cmd := createUserCmd("", "customer-42", fmt.Sprintf("hash-%d", i))
 		if keyed {
 			cmd.IdempotencyKey, cmd.RequestHash = "key-1", "hash-1"

@@ -118,6 +118,9 @@ type Deps struct {
 	// UserDeletions makes DELETE /users/{userUuid} answer only once the deletion ends the user's
 	// sessions (users.go); without it, the DELETE answers as soon as the user is erased.
 	UserDeletions *DeletionWatch
+	// Consents serves POST /consents and DELETE /consents/{consentId} (consents.go); they are
+	// mounted only when it is set.
+	Consents ConsentCommands
 }
 
 // MinFingerprintKeyBytes is the shortest FingerprintKey: 256 bits, the strength of the hash.
@@ -150,6 +153,9 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	r.DELETE("/collections/:collectionId", cannotCancel)
 	if d.Users != nil {
 		h.registerUsers(r)
+	}
+	if d.Consents != nil {
+		h.registerConsents(r)
 	}
 }
 

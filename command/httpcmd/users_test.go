@@ -18,6 +18,7 @@ import (
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
@@ -34,6 +35,10 @@ func (noCollections) UserNonFinalCollectionIDs(context.Context, string, string) 
 	return nil, nil
 }
 
+type noConsents struct{}
+
+func (noConsents) UserConsentIDs(context.Context, string, string) ([]string, error) { return nil, nil }
+
 // newUsersEngine serves the command routes, users included, over one in-memory event store;
 // adjust changes the dependencies before they are mounted.
 func newUsersEngine(t *testing.T, adjust ...func(*httpcmd.Deps)) (*gin.Engine, *memstore.Store) {
@@ -49,7 +54,8 @@ func newUsersEngine(t *testing.T, adjust ...func(*httpcmd.Deps)) (*gin.Engine, *
 		users, clock)
 	userService := app.NewUserService(users, repository.New(store, reg, user.ReservationKind, repository.WithClock(clock)),
 		fingerprintKey, app.Erasure{Keys: keystore.NewMemory(), Collections: noCollections{},
-			Ends: repository.New(store, reg, collection.Kind, repository.WithClock(clock))}, clock)
+			Ends:     repository.New(store, reg, collection.Kind, repository.WithClock(clock)),
+			Consents: noConsents{}, Revokes: repository.New(store, reg, consent.Kind, repository.WithClock(clock))}, clock)
 	e := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})
 	deps := httpcmd.Deps{Collections: collections, Users: userService, FingerprintKey: fingerprintKey, Now: clock}
 	for _, a := range adjust {
