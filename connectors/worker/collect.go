@@ -37,6 +37,9 @@ type collected struct {
 	documents   []collection.Document
 	fetched     map[DataProduct]bool
 	timedOut    []DataProduct
+	// refused are the PSD2 products left unread because the bank refused the consent (revoked
+	// or expired meanwhile): the collection is partial, as after a timeout.
+	refused []DataProduct
 }
 
 // add keeps one product's data. A record a company lists twice (in two products) is kept once:
@@ -125,7 +128,58 @@ func (s *session) collect(ctx context.Context, c *collection.Collection, company
 			return s.companyFailed(ctx, err)
 		}
 	}
+	if err := s.collectPSD2(ctx, c, companyID, g); err != nil {
+		return err
+	}
 	return s.complete(ctx, g)
+}
+
+// collectPSD2 reads the PSD2 products of a company with consents, only under the collection's
+// grant and only those its scope names: without a grant they stay unread, unknown rather than
+// empty, and the collection completes with the rest. A consent the bank refuses partway
+// (revoked or expired while the collection runs) stops the PSD2 part there; what was read
+// before is kept and the collection ends partial.
+func (s *session) collectPSD2(ctx context.Context, c *collection.Collection, companyID string, g *collected) error {
+	if !s.psd2 || c.Product() != collection.ProductWealth {
+		return nil
+	}
+	if s.w.cfg.Consents == nil {
+		s.log.Debug("no consents configured; PSD2 products left unread")
+		return nil
+	}
+	grant, ok, err := s.w.cfg.Consents.PSD2Grant(ctx, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Nothing is wrong with the collection: a later sweep tries again.
+		return &storeError{fmt.Errorf("read the collection's consent: %w", err)}
+	}
+	if !ok {
+		s.log.Debug("no consent; PSD2 products left unread")
+		return nil
+	}
+	products := PSD2Products(grant.Scope)
+	for i, p := range products {
+		d, err := s.w.cfg.AccountInformation.FetchPSD2(ctx, companyID, grant, p)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrConsentNotUsable):
+			s.log.Info("the bank refuses the consent; the PSD2 part stops", "product", p, "error", err)
+			g.refused = append(g.refused, products[i:]...)
+			return nil
+		case errors.Is(err, ErrProductTimeout):
+			s.log.Warn("data product timed out; the collection will be partial", "product", p)
+			g.timedOut = append(g.timedOut, p)
+			continue
+		case err != nil:
+			return s.companyFailed(ctx, fmt.Errorf("read %s: %w", p, err))
+		}
+		d.Product = p
+		g.add(c.ID(), d)
+	}
+	return nil
 }
 
 // fetch reads one product, keeping it in g when the collection records it. A timeout of a
@@ -202,7 +256,7 @@ func (s *session) normalize(pn string) string {
 func (s *session) complete(ctx context.Context, g *collected) error {
 	final := collection.StatusCompleted
 	switch {
-	case len(g.timedOut) > 0:
+	case len(g.timedOut) > 0 || len(g.refused) > 0:
 		final = collection.StatusCompletedPartial
 	case g.records() == 0:
 		final = collection.StatusCompletedEmpty
@@ -236,6 +290,9 @@ func (s *session) complete(ctx context.Context, g *collected) error {
 	}
 	if len(g.timedOut) > 0 {
 		s.log.Info("products left out after timeouts", "products", g.timedOut)
+	}
+	if len(g.refused) > 0 {
+		s.log.Info("PSD2 products left out: the bank refused the consent", "products", g.refused)
 	}
 	s.ended(c.Status(), g.records())
 	return nil

@@ -65,6 +65,8 @@ type session struct {
 	// notice is Samla's own message on the current status (why input was not taken); it
 	// stays in place of the company's text until the status moves on.
 	notice string
+	// psd2 is set when the company serves PSD2 products under consents (company.Consents).
+	psd2 bool
 }
 
 func (w *Worker) runSession(id, causation string) {
@@ -158,6 +160,7 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 		return s.finish(ctx, collection.StatusLoginMethodNotApplicable, nil)
 	}
 	s.takeOver(c)
+	s.psd2 = co.Consents
 	if c.LoginMethod() == company.LoginPDFUpload {
 		return s.drivePDF(ctx, c, co.ID)
 	}

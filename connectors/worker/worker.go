@@ -60,6 +60,13 @@ type Config struct {
 	Repo      Repository
 	Catalog   Catalog
 	Companies Companies
+	// Consents tells the bank consent a collection at a company with consents reads its PSD2
+	// products under (checking and savings accounts, credit cards); nil, or no grant for the
+	// collection, leaves them unread (unknown), while the company's other products are read as
+	// usual.
+	Consents CollectionConsents
+	// AccountInformation reads PSD2 products under a grant; required with Consents.
+	AccountInformation AccountInformation
 	// Active, when set, is swept at Run's start and every SweepInterval.
 	Active ActiveCollections
 	// Erasures ends the collections of erased data subjects (deleted users) at the session's
@@ -127,11 +134,14 @@ type Worker struct {
 // consumer does not commit events no session was started for.
 var ErrStopped = errors.New("connector worker stopped")
 
-// New builds a worker. It panics when WorkerID, Repo, Catalog or Companies is missing: that is
-// a wiring mistake, not a runtime condition.
+// New builds a worker. It panics when WorkerID, Repo, Catalog or Companies is missing, or
+// Consents without AccountInformation: that is a wiring mistake, not a runtime condition.
 func New(cfg Config) *Worker {
 	if cfg.WorkerID == "" || cfg.Repo == nil || cfg.Catalog == nil || cfg.Companies == nil {
 		panic("worker.New: WorkerID, Repo, Catalog and Companies are required")
+	}
+	if cfg.Consents != nil && cfg.AccountInformation == nil {
+		panic("worker.New: Consents needs AccountInformation")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
