@@ -262,7 +262,7 @@ func (e *consentEnv) outcomes(status consent.Status, code consent.FailureCode) f
 }
 
 var (
-	happyConsent = []string{consent.EventCreated, consent.EventClaimed, consent.EventAuthorizationStarted, consent.EventAuthorized}
+	happyConsent  = []string{consent.EventCreated, consent.EventClaimed, consent.EventAuthorizationStarted, consent.EventAuthorized}
 	failedConsent = []string{consent.EventCreated, consent.EventClaimed, consent.EventAuthorizationStarted, consent.EventFailed}
 )
 
