@@ -99,7 +99,8 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 			// A DELETE answers once the users read model, which the session check asks, shows
 			// the deletion; one that a projection of this very process does not show in time is
 			// a fault.
-			UserDeletions: &httpcmd.DeletionWatch{Users: readModelDeletions{model: sessions.users.model}, Local: s.roles.Project}})
+			UserDeletions: &httpcmd.DeletionWatch{Users: readModelDeletions{model: sessions.users.model}, Local: s.roles.Project},
+			Consents:      s.commandConsents()})
 		// A session is issued for a user the event store knows to be live: a user can have one
 		// the moment POST /users answered, before the users read model shows it.
 		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: userService})
