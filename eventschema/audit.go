@@ -114,17 +114,33 @@ var errNoAuditSummary = errors.New("no audit summary")
 // The summaries. Times are the domain's own; statuses, kinds, types and methods are codes.
 
 type startedAudit struct {
-	Company     string    `json:"company"`
-	Product     string    `json:"product"`
-	LoginMethod string    `json:"loginMethod"`
-	APIVersion  string    `json:"apiVersion"`
-	HasUserUUID bool      `json:"hasUserUuid"` // whether a user was named, not who
-	StartedAt   auditTime `json:"startedAt"`
+	Company     string `json:"company"`
+	Product     string `json:"product"`
+	LoginMethod string `json:"loginMethod"`
+	APIVersion  string `json:"apiVersion"`
+	HasUserUUID bool   `json:"hasUserUuid"` // whether a user was named, not who
+	// Consent is the PSD2 consent the collection read under, so that an auditor sees under
+	// which of the client's consents a person's accounts were read. The bank's id of it stays
+	// out, as in the consent's own history.
+	Consent   *startedConsentAudit `json:"consent,omitempty"`
+	StartedAt auditTime            `json:"startedAt"`
+}
+
+type startedConsentAudit struct {
+	ConsentID string   `json:"consentId"`
+	Scope     []string `json:"scope"`
 }
 
 func auditStarted(e collection.Started) any {
-	return startedAudit{Company: e.Company, Product: string(e.Product), LoginMethod: e.LoginMethod,
+	a := startedAudit{Company: e.Company, Product: string(e.Product), LoginMethod: e.LoginMethod,
 		APIVersion: e.APIVersion, HasUserUUID: e.UserUUID != "", StartedAt: auditTime(e.StartedAt)}
+	if u := e.Consent; u != nil {
+		a.Consent = &startedConsentAudit{ConsentID: u.ConsentID, Scope: make([]string, len(u.Scope))}
+		for i, s := range u.Scope {
+			a.Consent.Scope[i] = string(s)
+		}
+	}
+	return a
 }
 
 // claimedAudit leaves the worker out: its id names a host of the operator's, which is no

@@ -43,6 +43,11 @@ var auditSummaries = map[string]string{
 		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
 	"collection.started.v3": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
 		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
+	"collection.started.v4": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
+		`"apiVersion":"2026-04-01","hasUserUuid":true,"startedAt":"2026-01-02T03:04:05.678Z"}`,
+	"collection.started.v4.consent": `{"company":"se-demo-bank","product":"WEALTH","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
+		`"apiVersion":"2026-04-01","hasUserUuid":true,"consent":{"consentId":"2b7e9d41-5c3a-4f08-b6e2-8d1a0c9f7e35",` +
+		`"scope":["CHECKING_ACCOUNTS","CREDIT_CARDS"]},"startedAt":"2026-01-02T03:04:05.678Z"}`,
 	"collection.started.v3.pdf-upload": `{"company":"se-demo-insurer","product":"INSURANCE","loginMethod":"PDF_UPLOAD",` +
 		`"apiVersion":"2026-04-01","hasUserUuid":false,"startedAt":"2026-01-02T03:04:05.678Z"}`,
 	"collection.status-changed.v1": `{"from":"LOGIN","to":"WAITING_FOR_USER_ACTION","changedAt":"2026-01-02T03:04:06.000Z"}`,
@@ -95,7 +100,7 @@ var neverAudited = []string{
 	"67df3917", "7c40b5c9", "d28db9a7", "device-token", "company.example", "autoStartToken", // EID tokens, secrets, requests
 	"ABC123", "Bolån", "Tolvgatan", "5555 55", "9960-121", // number plates, addresses and numbers in collected values
 	"letter.pdf", "releve-de-carriere.pdf", "hemförsäkring", "JVBERi0", // file names and content
-	"5b0a4e5a", "5e884898", "9f2c", "9f2d", "1a2b", "supply-tolvan", // digests, key hashes, request fingerprints, keys
+	"5b0a4e5a", "5e884898", "9f2c", "9f2d", "9f2e", "1a2b", "supply-tolvan", // digests, key hashes, request fingerprints, keys
 	"6f1c2a9e", "0190f4a2", "Acme AB", "embedded", "r1", // the user's id, ids the URL already gives, names, hosts
 	"holder-", "3d1c5a0e", // the subject of a user's hold on its externalId
 	"bank-consent", "5e1f", "Another person signed", // a consent's id at the bank, a failure's free text

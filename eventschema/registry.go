@@ -59,8 +59,8 @@ func decoder[E domain.Event]() func(json.RawMessage) (domain.Event, error) {
 func NewRegistry() (*Registry, error) {
 	r := &Registry{types: map[string]*eventType{}}
 	defs := []*eventType{
-		{name: collection.EventStarted, current: 3, decode: decoder[collection.Started](),
-			upcasters: map[int]Upcaster{1: upcastCollectionStartedV1, 2: upcastCollectionStartedV2}, audit: summarise(auditStarted)},
+		{name: collection.EventStarted, current: 4, decode: decoder[collection.Started](), audit: summarise(auditStarted),
+			upcasters: map[int]Upcaster{1: upcastCollectionStartedV1, 2: upcastCollectionStartedV2, 3: upcastCollectionStartedV3}},
 		{name: collection.EventClaimed, current: 1, decode: decoder[collection.Claimed](), audit: summarise(auditClaimed)},
 		{name: collection.EventStatusChanged, current: 2, decode: decoder[collection.StatusChanged](),
 			upcasters: map[int]Upcaster{1: upcastCollectionStatusChangedV1}, audit: summarise(auditStatusChanged)},
@@ -272,6 +272,17 @@ func upcastCollectionStartedV1(raw json.RawMessage) (json.RawMessage, error) {
 		v2["personal"] = personal
 	}
 	return json.Marshal(v2)
+}
+
+// upcastCollectionStartedV3 upgrades collection.started v3, written before collections could use
+// PSD2 consents: version 4 only adds the optional public "consent" member, which no v3 payload
+// has, so every v3 payload is a v4 payload as it stands. A collection started before consents
+// used none (its PSD2 products were read without one, or not at all).
+func upcastCollectionStartedV3(raw json.RawMessage) (json.RawMessage, error) {
+	if _, err := parseFields(raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 // upcastCollectionStatusChangedV1 upgrades the first collection.status-changed shape. Version 1

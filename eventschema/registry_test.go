@@ -273,7 +273,7 @@ func TestEncodeRefusesWhatBreaksTheSchema(t *testing.T) {
 	if _, err := r.Decode(eventschema.Envelope{Type: "nope", SchemaVersion: 1}); !errors.Is(err, eventschema.ErrUnknownType) {
 		t.Fatalf("unknown type: %v", err)
 	}
-	if _, err := r.Upcast(collection.EventStarted, 4, json.RawMessage(`{}`)); err == nil {
+	if _, err := r.Upcast(collection.EventStarted, 5, json.RawMessage(`{}`)); err == nil {
 		t.Fatal("a future schema version was accepted")
 	}
 }

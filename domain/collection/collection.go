@@ -4,6 +4,7 @@ package collection
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ const (
 	FieldCompany      = "company"
 	FieldLoginMethod  = "loginMethod"
 	FieldPDF          = "pdf"
+	FieldUserUUID     = "userUuid"
+	FieldConsent      = "consent"
 )
 
 // root lets Collection embed domain.Root under an unexported name: its methods are promoted and
@@ -59,6 +62,7 @@ type Collection struct {
 	startedAt   time.Time
 	updatedAt   time.Time
 	person      StartedPerson
+	consent     *UsedConsent
 	insurances  []Insurance
 	wealth      []WealthCollected
 	documents   []Document
@@ -83,6 +87,16 @@ func (c *Collection) StartedAt() time.Time    { return c.startedAt }
 func (c *Collection) UpdatedAt() time.Time    { return c.updatedAt }
 func (c *Collection) Person() StartedPerson   { return c.person }
 func (c *Collection) Insurances() []Insurance { return append([]Insurance(nil), c.insurances...) }
+
+// Consent is the PSD2 consent the collection was started with, nil when none.
+func (c *Collection) Consent() *UsedConsent {
+	if c.consent == nil {
+		return nil
+	}
+	u := *c.consent
+	u.Scope = slices.Clone(u.Scope)
+	return &u
+}
 
 // Wealth returns every wealth data event recorded, in order.
 func (c *Collection) Wealth() []WealthCollected { return append([]WealthCollected(nil), c.wealth...) }
@@ -128,6 +142,12 @@ func (c *Collection) Apply(e domain.Event) error {
 		c.id, c.clientID, c.company, c.product = ev.CollectionID, ev.ClientID, ev.Company, ev.Product
 		c.loginMethod, c.apiVersion, c.userUUID = ev.LoginMethod, ev.APIVersion, ev.UserUUID
 		c.status, c.startedAt, c.updatedAt = StatusRunning, ev.StartedAt, ev.StartedAt
+		c.consent = nil
+		if ev.Consent != nil {
+			u := *ev.Consent
+			u.Scope = slices.Clone(u.Scope)
+			c.consent = &u
+		}
 		if ev.Personal != nil {
 			c.person, c.requestHash = *ev.Personal, ev.Personal.RequestHash
 			c.person.RequestHash = ""
@@ -176,6 +196,10 @@ type StartRequest struct {
 	RequestHash      string
 	// PDF is the letter uploaded with PDF_UPLOAD; its content is personal data.
 	PDF *UploadedPDF
+	// Consent is the PSD2 consent the collection reads its PSD2 products under, nil for none.
+	// The caller checked it usable (consent.Consent.Usable) for the client, the user and the
+	// company; the collection records it as it was then.
+	Consent *UsedConsent
 }
 
 // UploadedPDF is a file the client sent with the request.
@@ -190,6 +214,8 @@ type Company struct {
 	ID        string
 	Products  []Product
 	Available bool
+	// Consents is set for a company that serves PSD2 products under consents.
+	Consents bool
 }
 
 // Start decides a new collection. A login method the company does not support is accepted: the
@@ -209,6 +235,9 @@ func (c *Collection) Start(req StartRequest, now time.Time) error {
 	case req.Company.ID == "":
 		return &domain.FieldError{Field: FieldCompany, Reason: "is required"}
 	}
+	if err := checkConsent(req); err != nil {
+		return err
+	}
 	if !req.Company.Available {
 		return fmt.Errorf("company %s is not available: %w", req.Company.ID, ErrCompanyUnavailable)
 	}
@@ -224,7 +253,7 @@ func (c *Collection) Start(req StartRequest, now time.Time) error {
 	events := []domain.Event{Started{
 		CollectionID: req.CollectionID, ClientID: req.ClientID, Company: req.Company.ID,
 		Product: product, LoginMethod: req.LoginMethod, APIVersion: req.APIVersion,
-		UserUUID: req.UserUUID, StartedAt: now.UTC(), Personal: person,
+		UserUUID: req.UserUUID, StartedAt: now.UTC(), Consent: usedConsent(req.Consent), Personal: person,
 	}}
 	if req.PDF != nil {
 		// Whether the bytes are a readable letter is the company's verdict (FAILED_PDF_*), not
@@ -237,6 +266,39 @@ func (c *Collection) Start(req StartRequest, now time.Time) error {
 		events = append(events, DocumentUploaded{Document: doc})
 	}
 	return domain.Record(c, events...)
+}
+
+// ErrConsentNotSupported refuses a consent for a collection at a company that gives none.
+var ErrConsentNotSupported = fmt.Errorf("the company gives no consents: %w", domain.ErrRefused)
+
+// checkConsent holds a start's consent to what a consent is for: one user's PSD2 products at a
+// bank with consents. A consent names its user, so a collection of no user cannot use one.
+func checkConsent(req StartRequest) error {
+	u := req.Consent
+	switch {
+	case u == nil:
+		return nil
+	case !req.Company.Consents:
+		return fmt.Errorf("company %s: %w", req.Company.ID, ErrConsentNotSupported)
+	case req.UserUUID == "":
+		return &domain.FieldError{Field: FieldUserUUID, Reason: "is required with a consent"}
+	case u.ConsentID == "" || u.BankConsentID == "":
+		return &domain.FieldError{Field: FieldConsent, Reason: "must name the consent and the bank's consent"}
+	case len(u.Scope) == 0:
+		return &domain.FieldError{Field: FieldConsent, Reason: "must have a scope"}
+	}
+	return nil
+}
+
+// usedConsent is what a start records of its consent: a copy, scope sorted as consents keep it.
+func usedConsent(u *UsedConsent) *UsedConsent {
+	if u == nil {
+		return nil
+	}
+	out := *u
+	out.Scope = slices.Clone(u.Scope)
+	slices.Sort(out.Scope)
+	return &out
 }
 
 // ErrCompanyUnavailable refuses a collection at a company in maintenance or down.

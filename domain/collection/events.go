@@ -1,6 +1,10 @@
 package collection
 
-import "time"
+import (
+	"time"
+
+	"github.com/samla/samla/domain/consent"
+)
 
 // Stable event type names. They are stored with every event and must never change; a new shape
 // gets a new schema version under eventschema, not a new name.
@@ -18,15 +22,29 @@ const (
 // Started records a client's request to collect. Personal data sits only in Personal, so that it
 // can be encrypted per data subject and erased (crypto-shredding) without touching the rest.
 type Started struct {
-	CollectionID string         `json:"collectionId"`
-	ClientID     string         `json:"clientId"`
-	Company      string         `json:"company"`
-	Product      Product        `json:"product"`
-	LoginMethod  string         `json:"loginMethod"`
-	APIVersion   string         `json:"apiVersion"`
-	UserUUID     string         `json:"userUuid,omitempty"`
-	StartedAt    time.Time      `json:"startedAt"`
-	Personal     *StartedPerson `json:"personal,omitempty"`
+	CollectionID string    `json:"collectionId"`
+	ClientID     string    `json:"clientId"`
+	Company      string    `json:"company"`
+	Product      Product   `json:"product"`
+	LoginMethod  string    `json:"loginMethod"`
+	APIVersion   string    `json:"apiVersion"`
+	UserUUID     string    `json:"userUuid,omitempty"`
+	StartedAt    time.Time `json:"startedAt"`
+	// Consent is the PSD2 consent the collection reads its PSD2 products under (schema v4), nil
+	// when it has none: its PSD2 products are then left unread.
+	Consent  *UsedConsent   `json:"consent,omitempty"`
+	Personal *StartedPerson `json:"personal,omitempty"`
+}
+
+// UsedConsent is the PSD2 consent a collection was started with, as it stood when the start
+// checked it. It is public, not personal: ids and a scope name no one, and the audit must show
+// under which consent a person's accounts were read, also after the person's erasure.
+type UsedConsent struct {
+	ConsentID string `json:"consentId"`
+	// BankConsentID is the bank's id of the consent, under which the PSD2 products are read.
+	BankConsentID string `json:"bankConsentId"`
+	// Scope is the consent's scope: the PSD2 products outside it are not read.
+	Scope []consent.Scope `json:"scope"`
 }
 
 // StartedPerson is the personal data given when the collection started, and the fingerprint of

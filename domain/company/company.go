@@ -51,7 +51,7 @@ func (c Company) Supports(loginMethod string) bool {
 
 // ForCollection is what the collection aggregate needs to decide a start.
 func (c Company) ForCollection() collection.Company {
-	return collection.Company{ID: c.ID, Products: c.Products, Available: c.Availability == Available}
+	return collection.Company{ID: c.ID, Products: c.Products, Available: c.Availability == Available, Consents: c.Consents}
 }
 
 // ForConsent is what the consent aggregate needs to decide a new consent.
