@@ -15,6 +15,7 @@ import (
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/consents"
 	"github.com/samla/samla/projections/users"
 )
 
@@ -40,9 +41,9 @@ func (s *Service) commandUsers() (*app.UserService, error) {
 		// the command role opens for its session checks anyway; the event store decides.
 		app.Erasure{Keys: s.keys, Collections: collectionstatus.NewReader(s.models.Status, s.keys),
 			Ends: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)),
-			// The user's consents are listed from the event store (assemble_consents.go);
-			// the event store decides which are live.
-			Consents: storeUserConsents{store: s.store}, Revokes: s.consentRevokes()},
+			// The user's consents are listed by the consents read model, which the command role
+			// opens anyway; the event store decides which are live.
+			Consents: consents.NewReader(s.models.Consents, s.keys), Revokes: s.consentRevokes()},
 		nil)
 	return s.userService, nil
 }
