@@ -16,9 +16,11 @@ import (
 	"github.com/samla/samla/connectors/company"
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/consents"
 )
 
 // sandboxUserDelay is how long the sandbox's simulated user takes to act at a company (enter a
@@ -66,8 +68,28 @@ func (s *Service) startConnector(ctx context.Context) error {
 		return consume(ctx, ConnectorGroupID, w.HandleBatch)
 	})
 	s.runRole(ctx, "connector", w.Run)
+
+	// The consent process manager: the same worker model on the consents, with the bank's
+	// consent API of the same adapter, in a consumer group of its own.
+	cw := worker.NewConsentWorker(worker.ConsentConfig{
+		WorkerID: workerID, Repo: repository.New(s.store, s.registry, consent.Kind, repository.WithKeys(s.keys)),
+		Bank: companies, Active: consents.NewReader(s.models.Consents, s.keys), Erasures: keystore.Erasures{Keys: s.keys},
+		Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter, MaxSessions: s.cfg.MaxSessions,
+		SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
+		// The authorization deadline and the expiry are recorded in the consent's events, so a
+		// restarted or another worker enforces them.
+		EIDOrderTimeout: s.cfg.EIDOrderTimeout, Validity: s.cfg.ConsentValidity,
+	})
+	consumeConsents := s.consume(ConsentConnectorGroupID, []string{eventschema.Topic("consent")})
+	s.runRole(ctx, "consent connector consumer", func(ctx context.Context) error {
+		return consumeConsents(ctx, ConsentConnectorGroupID, cw.HandleBatch)
+	})
+	s.runRole(ctx, "consent connector", cw.Run)
 	return nil
 }
+
+// ConsentConnectorGroupID is the consumer group of the consent workers (samla.consent.events).
+const ConsentConnectorGroupID = "samla.connector.consents"
 
 // workerID is stable across restarts so that a restarted worker resumes its own sessions at
 // once instead of waiting for its old claims to go stale.

@@ -45,6 +45,8 @@ type Config struct {
 	InputTimeout           time.Duration
 	MethodSelectionTimeout time.Duration
 	EIDOrderTimeout        time.Duration
+	// ConsentValidity is how long an authorized PSD2 consent lasts (its expiresAt).
+	ConsentValidity time.Duration
 
 	// FingerprintKeyFile holds the secret of the idempotency fingerprints; empty: one generated
 	// into the data dir.
@@ -99,6 +101,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.DurationVar(&c.InputTimeout, "input-timeout", env.Duration("SAMLA_INPUT_TIMEOUT", worker.DefaultInputTimeout), "COLLECTION_INPUT_PENDING turns COLLECTION_INPUT_TIMEOUT after this long [SAMLA_INPUT_TIMEOUT]")
 	fs.DurationVar(&c.MethodSelectionTimeout, "method-selection-timeout", env.Duration("SAMLA_METHOD_SELECTION_TIMEOUT", worker.DefaultMethodSelectionTimeout), "a two-factor method not chosen in this time ends TWO_FACTOR_METHOD_SELECTION_TIMEOUT [SAMLA_METHOD_SELECTION_TIMEOUT]")
 	fs.DurationVar(&c.EIDOrderTimeout, "eid-order-timeout", env.Duration("SAMLA_EID_ORDER_TIMEOUT", worker.DefaultEIDOrderTimeout), "an electronic-ID order not signed in this time ends AUTHENTICATION_TIMEOUT [SAMLA_EID_ORDER_TIMEOUT]")
+	fs.DurationVar(&c.ConsentValidity, "consent-validity", env.Duration("SAMLA_CONSENT_VALIDITY", worker.DefaultConsentValidity), "an authorized consent expires this long after its authorization (default 180 days) [SAMLA_CONSENT_VALIDITY]")
 	c.envErr = env.Err()
 	return c
 }
@@ -123,6 +126,7 @@ func (c *Config) validate() error {
 	positive("input-timeout", c.InputTimeout)
 	positive("method-selection-timeout", c.MethodSelectionTimeout)
 	positive("eid-order-timeout", c.EIDOrderTimeout)
+	positive("consent-validity", c.ConsentValidity)
 	positive("session-ttl", c.SessionTTL)
 	if c.SessionTTL > sessiontoken.MaxTTL {
 		// A session token cannot be revoked on its own; a long-lived one is a mistake.

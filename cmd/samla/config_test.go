@@ -5,6 +5,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/samla/samla/platform/config"
 )
 
 // A malformed SAMLA_* value stops the start with a message that names it; before, it silently
@@ -45,5 +50,35 @@ func TestMalformedListenerStopsTheStartBeforeAnythingOpens(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("the data dir was touched: %v", entries)
+	}
+}
+
+// SAMLA_CONSENT_VALIDITY sets how long an authorized consent lasts: 180 days unless set, and
+// never zero or negative (every consent would expire at its authorization).
+func TestConsentValidity(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want time.Duration
+		err  string
+	}{
+		{env: map[string]string{}, want: 180 * 24 * time.Hour},
+		{env: map[string]string{"SAMLA_CONSENT_VALIDITY": "720h"}, want: 30 * 24 * time.Hour},
+		{env: map[string]string{"SAMLA_CONSENT_VALIDITY": "0s"}, err: "--consent-validity must be positive"},
+		{env: map[string]string{"SAMLA_CONSENT_VALIDITY": "180 days"}, err: `SAMLA_CONSENT_VALIDITY="180 days"`},
+	} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		c := bindConfigFrom(fs, config.NewEnvFrom(tc.env))
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		err := c.validate()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%v: err = %v, want %q", tc.env, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.err == "" && c.ConsentValidity != tc.want:
+			t.Errorf("%v: validity %s, want %s", tc.env, c.ConsentValidity, tc.want)
+		}
 	}
 }

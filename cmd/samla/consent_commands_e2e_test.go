@@ -59,7 +59,9 @@ func TestConsentCommandsEndToEnd(t *testing.T) {
 	id := c.createConsent(consentRequest(alice, "se-demo-bank", consentLogin, "199001010017"))
 	aliceToken, _ := c.createSession(alice)
 	s := c.session(aliceToken)
-	code, _, body := s.call("POST", "/consents", consentRequest(alice, "se-demo-bank", consentLogin, "199001010017"))
+	// Another person's number: the connector opens each consent's EID order at once, and a second
+	// order for the same person would abort both (as the real provider does).
+	code, _, body := s.call("POST", "/consents", consentRequest(alice, "se-demo-bank", consentLogin, "191212121212"))
 	if code != http.StatusCreated {
 		t.Fatalf("POST /consents with alice's session = %d %s", code, body)
 	}
