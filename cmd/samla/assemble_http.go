@@ -18,6 +18,7 @@ import (
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/apikeys"
@@ -88,7 +89,10 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 	}
 	if s.roles.Command {
 		userRepo := repository.New(s.store, s.registry, user.Kind, repository.WithKeys(s.keys))
-		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), userRepo, nil)
+		// A start's consent is checked against the event store; reuseStoredConsent takes its
+		// candidates from the consents read model, newest first, and the event store decides.
+		collections := app.NewCollectionService(s.catalog, repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), userRepo, nil).
+			WithConsents(repository.New(s.store, s.registry, consent.Kind, repository.WithKeys(s.keys)), consents.NewReader(s.models.Consents, s.keys))
 		userService, err := s.commandUsers()
 		if err != nil {
 			return err

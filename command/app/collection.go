@@ -71,6 +71,9 @@ type StartCollection struct {
 	// PDF is the document of a PDF_UPLOAD request, nil for other login methods. Its content is
 	// personal data: never logged.
 	PDF *PDFUpload
+	// Consent is the PSD2 consent the request asks the collection to read under, nil for none
+	// (collection_consent.go).
+	Consent *ConsentChoice
 }
 
 // PDFUpload is a document the client sent with the request, decoded.
@@ -130,6 +133,9 @@ type CollectionService struct {
 	repo    CollectionRepository
 	users   UserLookup
 	now     func() time.Time
+	// consents and storedConsents check the consent a start asks for (WithConsents).
+	consents       ConsentLookup
+	storedConsents UserConsents
 }
 
 // NewCollectionService builds the service; now nil means time.Now. users is required: without it
@@ -146,8 +152,10 @@ func NewCollectionService(cat Catalog, repo CollectionRepository, users UserLook
 
 // Start starts a collection, or, for a retry of an earlier request with the same Idempotency-Key
 // and content, returns that request's outcome. Invalid input is a *domain.FieldError naming the
-// StartCollection member (collection.Field*, FieldUserUUID); a userUuid that is not a live user
-// of the client is ErrUnknownUser, and nothing is recorded.
+// StartCollection member (collection.Field*, FieldUserUUID, FieldConsentID); a userUuid that is
+// not a live user of the client is ErrUnknownUser; a consent at a company without consents is
+// collection.ErrConsentNotSupported, one the collection may not use a *ConsentInvalidError, and
+// no stored one to reuse ErrNoStoredConsent. Nothing is recorded then.
 func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Created, error) {
 	if cmd.Tenant == "" {
 		return Created{}, fmt.Errorf("start collection without a tenant: %w", domain.ErrInvalid)
@@ -165,6 +173,9 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 		return Created{}, fmt.Errorf("start collection: %w", &domain.FieldError{Field: collection.FieldCompany, Reason: "is not a known company"})
 	case err != nil:
 		return Created{}, fmt.Errorf("start collection: look up company: %w", err)
+	}
+	if err := checkConsentRequest(cmd, co.Consents); err != nil {
+		return Created{}, err
 	}
 
 	var id string
@@ -196,7 +207,8 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 	}
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: "client:" + cmd.Tenant}
 	var replayed *Created
-	userChecked := false
+	userChecked, consentChecked := false, false
+	var used *collection.UsedConsent
 	_, _, err = s.repo.Update(ctx, id, meta, func(c *collection.Collection) error {
 		replayed = nil
 		if cmd.IdempotencyKey != "" && c.Exists() {
@@ -222,7 +234,18 @@ func (s *CollectionService) Start(ctx context.Context, cmd StartCollection) (Cre
 			}
 			userChecked = true
 		}
-		return c.Start(req, now)
+		// The consent is checked after the user, as the event store shows it now; a retry is
+		// answered as it was, even after its consent was revoked.
+		if !consentChecked {
+			u, err := s.resolveConsent(ctx, cmd, co.ID, now)
+			if err != nil {
+				return err
+			}
+			used, consentChecked = u, true
+		}
+		r := req
+		r.Consent = used
+		return c.Start(r, now)
 	}, opts...)
 	switch {
 	case errors.Is(err, collection.ErrCompanyUnavailable):

@@ -25,6 +25,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/uuids"
@@ -36,6 +37,11 @@ const (
 	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 	// CodeUnknownUser is a userUuid that is not a live user of the client (422).
 	CodeUnknownUser = "UNKNOWN_USER"
+	// CodeConsentInvalid is a Psd2AisConsentParameter whose consent the collection may not use
+	// (422, with the problem's reason).
+	CodeConsentInvalid = "CONSENT_INVALID"
+	// CodeNoStoredConsent is a reuseStoredConsent with no usable consent of the user (422).
+	CodeNoStoredConsent = "NO_STORED_CONSENT"
 )
 
 // Size limits of POST /collections.
@@ -209,6 +215,7 @@ type startInput struct {
 	personalNumber                 personnummer.Number // parsed here, once; zero when none was given
 	accountOwnerName               string
 	pdf                            *app.PDFUpload
+	consent                        *app.ConsentChoice
 	// paths maps the service's field names (app.StartCollection's members) to where the
 	// request carried them, for those that differ (the PDF is a parameter of its own).
 	paths     map[string]string
@@ -267,7 +274,7 @@ func (h *handlers) startCollection(c *gin.Context) {
 	created, err := h.deps.Collections.Start(ctx, app.StartCollection{
 		Tenant: httpapi.ClientID(c), APIVersion: string(version), IdempotencyKey: key,
 		Company: in.company, LoginMethod: in.loginMethod, UserUUID: in.userUUID,
-		PersonalNumber: in.personalNumber, AccountOwnerName: in.accountOwnerName, PDF: in.pdf,
+		PersonalNumber: in.personalNumber, AccountOwnerName: in.accountOwnerName, PDF: in.pdf, Consent: in.consent,
 		RequestHash: hash.current, LegacyRequestHash: hash.legacy,
 		CorrelationID: httpapi.CorrelationID(ctx), RequestID: httpapi.RequestID(ctx),
 	})
@@ -499,8 +506,28 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 			if p.ReuseStoredConsent == nil {
 				errs = append(errs, httpapi.FieldError{Field: prefix + ".reuseStoredConsent", Message: "is required"})
 			}
-			if p.ConsentID != nil && *p.ConsentID == "" {
-				errs = append(errs, httpapi.FieldError{Field: prefix + ".consentId", Message: "must not be empty when given"})
+			choice := &app.ConsentChoice{ReuseStored: p.ReuseStoredConsent != nil && *p.ReuseStoredConsent}
+			if p.ConsentID != nil {
+				// One spelling per consent, as for users: the request hash covers the consent.
+				id, ok := uuids.Canonical(*p.ConsentID)
+				switch {
+				case *p.ConsentID == "":
+					errs = append(errs, httpapi.FieldError{Field: prefix + ".consentId", Message: "must not be empty when given"})
+				case !ok:
+					errs = append(errs, httpapi.FieldError{Field: prefix + ".consentId", Message: "must be a UUID"})
+				default:
+					*p.ConsentID = id
+					choice.ConsentID = id
+				}
+			}
+			in.consent = choice
+			if in.paths == nil {
+				in.paths = map[string]string{}
+			}
+			in.paths[app.FieldConsentID] = prefix + ".consentId"
+			// A consent is its user's: the collection must name that user.
+			if (choice.ConsentID != "" || choice.ReuseStored) && req.UserUUID == nil {
+				errs = append(errs, httpapi.FieldError{Field: "userUuid", Message: "is required with a " + ParamPsd2AisConsent})
 			}
 		case ParamPdfDocument:
 			var p pdfDocumentParam
@@ -520,7 +547,10 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 			if p.FileName != nil {
 				in.pdf.FileName = *p.FileName
 			}
-			in.paths = map[string]string{collection.FieldPDF: prefix + ".contentBase64"}
+			if in.paths == nil {
+				in.paths = map[string]string{}
+			}
+			in.paths[collection.FieldPDF] = prefix + ".contentBase64"
 		default:
 			errs = append(errs, httpapi.FieldError{Field: prefix + ".type", Message: "must be one of " + strings.Join([]string{
 				ParamSwedishPersonalNumber, ParamAccountOwnerName, ParamSwedishEid, ParamPsd2AisConsent, ParamPdfDocument}, ", ")})
@@ -664,7 +694,10 @@ func legacyFingerprint(key []byte, version httpapi.Version, canonical any) (stri
 // names an app.StartCollection member; in.paths says where the request carried the members
 // whose path differs from their name.
 func writeStartError(c *gin.Context, err error, in startInput) {
-	var unavailable *app.CompanyUnavailableError
+	var (
+		unavailable    *app.CompanyUnavailableError
+		invalidConsent *app.ConsentInvalidError
+	)
 	switch fields := domain.FieldErrors(err); {
 	case len(fields) > 0:
 		errs := make([]httpapi.FieldError, len(fields))
@@ -679,6 +712,16 @@ func writeStartError(c *gin.Context, err error, in startInput) {
 	case errors.Is(err, app.ErrUnknownUser):
 		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeUnknownUser,
 			"userUuid is not a user of this client, or the user was deleted; create the user with POST /users first.")
+	case errors.As(err, &invalidConsent):
+		p := httpapi.NewProblem(http.StatusUnprocessableEntity, CodeConsentInvalid, consentInvalidDetail(invalidConsent.Reason))
+		p.Reason = string(invalidConsent.Reason)
+		httpapi.WriteProblem(c, p)
+	case errors.Is(err, app.ErrNoStoredConsent):
+		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeNoStoredConsent,
+			"The user has no authorized, unexpired consent for this company; create one with POST /consents.")
+	case errors.Is(err, collection.ErrConsentNotSupported):
+		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeConsentNotSupported,
+			"The company reads no data under consents; leave out the "+ParamPsd2AisConsent+".")
 	case errors.As(err, &unavailable):
 		detail := fmt.Sprintf("Company %s is not available; check its availability and try again later.", unavailable.Company)
 		if unavailable.Message != "" {
@@ -687,6 +730,22 @@ func writeStartError(c *gin.Context, err error, in startInput) {
 		httpapi.AbortProblem(c, http.StatusConflict, CodeCompanyUnavailable, detail)
 	default:
 		writeCommandError(c, err, "The collection request is invalid.")
+	}
+}
+
+// consentInvalidDetail says what a CONSENT_INVALID reason asks of the client.
+func consentInvalidDetail(reason consent.Reason) string {
+	switch reason {
+	case consent.ReasonExpired:
+		return "The consent has expired; ask the user for a new one with POST /consents."
+	case consent.ReasonRevoked:
+		return "The consent was revoked; ask the user for a new one with POST /consents."
+	case consent.ReasonOtherUser:
+		return "The consent is another user's; use a consent of the collection's userUuid."
+	case consent.ReasonOtherCompany:
+		return "The consent is for another company; use a consent for this company."
+	default:
+		return "The consent is not authorized, or not a consent of this client; poll its status until AUTHORIZED."
 	}
 }
 

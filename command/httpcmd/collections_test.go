@@ -238,7 +238,7 @@ func TestEidParameterPersonalNumber(t *testing.T) {
 		t.Fatalf("errors = %+v", p.Errors)
 	}
 	created(t, e.post(t, req{version: "2026-04-01", body: v2Body("se-demo-bank", mock,
-		`{"type":"Psd2AisConsentParameter","reuseStoredConsent":true}`, `{"type":"SwedishEidParameter"}`)}))
+		`{"type":"Psd2AisConsentParameter","reuseStoredConsent":false}`, `{"type":"SwedishEidParameter"}`)}))
 }
 
 func TestStrictDecoding(t *testing.T) {

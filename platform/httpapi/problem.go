@@ -60,6 +60,9 @@ type Problem struct {
 	// ErrorCount is how many field errors there were, present only when Errors lists just the
 	// first MaxFieldErrors of them.
 	ErrorCount int `json:"errorCount,omitempty"`
+	// Reason refines a code whose refusals have several causes (CONSENT_INVALID: NOT_AUTHORIZED,
+	// EXPIRED, REVOKED, OTHER_USER, OTHER_COMPANY), a stable UPPER_SNAKE value clients branch on.
+	Reason string `json:"reason,omitempty"`
 }
 
 // MaxFieldErrors bounds the field errors one problem lists: enough to fix a request by, and a
