@@ -62,6 +62,10 @@ func (s *Service) startConnector(ctx context.Context) error {
 		// A deleted user's collection is ended, never driven: told by the key cache, which
 		// this process's own erasures reach at once and another's within its bound.
 		Erasures: keystore.Erasures{Keys: s.keys},
+		// PSD2 products are read under the consent the collection started with, as long as
+		// the consent's events show it usable.
+		Consents:           worker.RecordedConsents{Consents: repository.New(s.store, s.registry, consent.Kind, repository.WithKeys(s.keys))},
+		AccountInformation: companies,
 	})
 	consume := s.consume(ConnectorGroupID, []string{eventschema.Topic("collection")})
 	s.runRole(ctx, "connector consumer", func(ctx context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/platform/retry"
 )
@@ -136,9 +137,10 @@ func (s *session) collect(ctx context.Context, c *collection.Collection, company
 
 // collectPSD2 reads the PSD2 products of a company with consents, only under the collection's
 // grant and only those its scope names: without a grant they stay unread, unknown rather than
-// empty, and the collection completes with the rest. A consent the bank refuses partway
-// (revoked or expired while the collection runs) stops the PSD2 part there; what was read
-// before is kept and the collection ends partial.
+// empty, and the collection completes with the rest. A consent revoked or expired while the
+// collection runs, as Samla's consent shows it (asked again before each product) or as the bank
+// refuses it, stops the PSD2 part there; what was read before is kept and the collection ends
+// partial.
 func (s *session) collectPSD2(ctx context.Context, c *collection.Collection, companyID string, g *collected) error {
 	if !s.psd2 || c.Product() != collection.ProductWealth {
 		return nil
@@ -148,6 +150,11 @@ func (s *session) collectPSD2(ctx context.Context, c *collection.Collection, com
 		return nil
 	}
 	grant, ok, err := s.w.cfg.Consents.PSD2Grant(ctx, c)
+	if errors.Is(err, ErrConsentNotUsable) {
+		s.log.Info("the collection's consent ended before its PSD2 part; the PSD2 part is skipped", "error", err)
+		g.refused = append(g.refused, refusedProducts(grant)...)
+		return nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -161,6 +168,18 @@ func (s *session) collectPSD2(ctx context.Context, c *collection.Collection, com
 	}
 	products := PSD2Products(grant.Scope)
 	for i, p := range products {
+		if i > 0 {
+			// A revocation in Samla stops the reads at once, even before the bank hears of it.
+			if _, _, err := s.w.cfg.Consents.PSD2Grant(ctx, c); errors.Is(err, ErrConsentNotUsable) {
+				s.log.Info("the collection's consent ended; the PSD2 part stops", "product", p, "error", err)
+				g.refused = append(g.refused, products[i:]...)
+				return nil
+			} else if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// Another error reading the consent leaves the question to the bank, which refuses
+			// a consent that ended.
+		}
 		d, err := s.w.cfg.AccountInformation.FetchPSD2(ctx, companyID, grant, p)
 		switch {
 		case ctx.Err() != nil:
@@ -180,6 +199,15 @@ func (s *session) collectPSD2(ctx context.Context, c *collection.Collection, com
 		g.add(c.ID(), d)
 	}
 	return nil
+}
+
+// refusedProducts are the PSD2 products a grant that can no longer be used leaves unread: those
+// of its scope, or all of them when the grant says no scope.
+func refusedProducts(grant PSD2Grant) []DataProduct {
+	if len(grant.Scope) == 0 {
+		return PSD2Products(consent.AllScopes())
+	}
+	return PSD2Products(grant.Scope)
 }
 
 // fetch reads one product, keeping it in g when the collection records it. A timeout of a

@@ -179,8 +179,10 @@ type AccountInformation interface {
 // CollectionConsents tells which bank consent a collection reads its PSD2 products under.
 type CollectionConsents interface {
 	// PSD2Grant is the collection's grant; false when it has none, and then the collection
-	// reads no PSD2 product (they are unknown, not empty). An error means the grant could not
-	// be read now.
+	// reads no PSD2 product (they are unknown, not empty). An error wrapping
+	// ErrConsentNotUsable means the collection's consent ended (revoked, expired) since it
+	// started: the PSD2 part stops and the collection is partial; the grant returned with it
+	// names what is left unread. Another error means the grant could not be read now.
 	PSD2Grant(ctx context.Context, c *collection.Collection) (PSD2Grant, bool, error)
 }
 
