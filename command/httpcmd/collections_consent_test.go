@@ -144,11 +144,10 @@ func TestCollectionWithConsent(t *testing.T) {
 			e.nothingRecorded(t)
 		})
 	}
-	t.Run("another client's consent is NOT_AUTHORIZED, as none", func(t *testing.T) {
+	t.Run("another client with this client's user and consent: UNKNOWN_USER is said first", func(t *testing.T) {
 		e := newConsentStartEnv(t, nil)
 		e.sc.Given(consent.StreamName(aliceConsent), aliceAuthorized(aliceConsent, alice, "se-demo-bank")...)
 		w := e.post(t, req{version: v2, key: globexKey, body: bankBody(alice, consentParam(aliceConsent))})
-		// alice is not globex's user either: that is said first.
 		problemOf(t, w, http.StatusUnprocessableEntity, httpcmd.CodeUnknownUser)
 		e.nothingRecorded(t)
 	})
