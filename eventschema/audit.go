@@ -195,13 +195,21 @@ func auditInsurancesCollected(e collection.InsurancesCollected) any {
 	return dataAudit{Counts: map[string]int{"insurances": e.InsuranceCount}, CollectedAt: auditTime(e.CollectedAt)}
 }
 
+// wealthAudit is dataAudit with the PSD2 products read (v3 on; absent when the event did not
+// record them): which products a consent let Samla read is what an auditor checks against the
+// consent's scope, and it names no one.
+type wealthAudit struct {
+	dataAudit
+	PSD2Read []consent.Scope `json:"psd2Read,omitzero"`
+}
+
 func auditWealthCollected(e collection.WealthCollected) any {
 	c := e.Counts
-	return dataAudit{Counts: map[string]int{
+	return wealthAudit{dataAudit: dataAudit{Counts: map[string]int{
 		"pensions": c.Pensions, "investments": c.Investments, "loans": c.Loans,
 		"savings": c.Savings, "psd2CheckingAccounts": c.CheckingAccounts,
 		"psd2SavingsAccounts": c.SavingsAccounts, "psd2CreditCards": c.CreditCards,
-	}, CollectedAt: auditTime(e.CollectedAt)}
+	}, CollectedAt: auditTime(e.CollectedAt)}, PSD2Read: e.PSD2Read}
 }
 
 // inputSuppliedAudit is what kind of input was accepted; the idempotency key and the request's

@@ -88,6 +88,9 @@ var auditSummaries = map[string]string{
 		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
 	"collection.wealth-collected.v2": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
 		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z"}`,
+	"collection.wealth-collected.v3": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
+		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z",` +
+		`"psd2Read":["CHECKING_ACCOUNTS","CREDIT_CARDS","SAVINGS_ACCOUNTS"]}`,
 }
 
 // neverAudited are values of the stored examples that the audit history must never show:

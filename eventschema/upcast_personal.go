@@ -183,3 +183,14 @@ func upcastWealthCollectedV1(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return f.moveIntoPersonal(collected, wealthLists...)
 }
+
+// upcastWealthCollectedV2: version 3 adds psd2Read, the PSD2 products the connector read. A v2
+// event did not record them, and nothing in it tells which were read (before consents every
+// PSD2 product of the bank's login session was; afterwards only a consent's), so it stays
+// absent: not recorded, which readers treat as they did before v3. Every other member is kept.
+func upcastWealthCollectedV2(raw json.RawMessage) (json.RawMessage, error) {
+	if _, err := parseFields(raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 )
 
 // ErrNotFound is a row that does not exist for the asking tenant. Readers return it (wrapped) for
@@ -106,15 +107,19 @@ type DataView struct {
 	// Status is the last status the data read model has folded. Once the collection is final
 	// (by the status read model) the data is complete only when this is final too; until then
 	// the data read model has not caught up.
-	Status              string
-	Insurances          []InsuranceView
-	Pensions            []PensionView
-	Investments         []collection.Investment
-	Loans               []collection.Loan
-	Savings             []collection.Saving
-	CheckingAccounts    []collection.PSD2Account
-	SavingsAccounts     []collection.PSD2Account
-	CreditCards         []collection.PSD2CreditCard
+	Status           string
+	Insurances       []InsuranceView
+	Pensions         []PensionView
+	Investments      []collection.Investment
+	Loans            []collection.Loan
+	Savings          []collection.Saving
+	CheckingAccounts []collection.PSD2Account
+	SavingsAccounts  []collection.PSD2Account
+	CreditCards      []collection.PSD2CreditCard
+	// PSD2Read names the PSD2 products read; the others are unknown (no consent, outside its
+	// scope, or it ended first). nil means not recorded (data from before it was): every PSD2
+	// list counts as read.
+	PSD2Read            []consent.Scope
 	PersonalInformation *collection.PersonalInformation // nil when the company told nothing of the person
 	// CareerStatement describes the newest French career statement the company returned, nil
 	// when it returned none; GetDocument serves its content.

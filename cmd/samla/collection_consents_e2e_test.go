@@ -92,7 +92,8 @@ func (c apiClient) refused(body map[string]any, code, reason string) {
 }
 
 // psd2Counts are the numbers of checking accounts, savings accounts, credit cards, loans and
-// savings in a finished bank collection's data; a product absent from it counts 0.
+// savings in a finished bank collection's data; a product absent from it (unknown: not read)
+// counts -1, and null is refused.
 func (c apiClient) psd2Counts(id string) [5]int {
 	c.t.Helper()
 	code, out, _ := c.data("/collections/"+id+"/wealth/data", v2)
@@ -101,13 +102,16 @@ func (c apiClient) psd2Counts(id string) [5]int {
 	}
 	var n [5]int
 	for i, k := range []string{"psd2CheckingAccounts", "psd2SavingsAccounts", "psd2CreditCards", "loans", "savings"} {
-		if v, present := out[k]; present && v != nil {
-			l, ok := v.([]any)
-			if !ok {
-				c.t.Fatalf("%s is %v", k, v)
-			}
-			n[i] = len(l)
+		v, present := out[k]
+		if !present {
+			n[i] = -1
+			continue
 		}
+		l, ok := v.([]any)
+		if !ok {
+			c.t.Fatalf("%s is %v", k, v)
+		}
+		n[i] = len(l)
 	}
 	return n
 }
@@ -147,7 +151,7 @@ func TestCollectionsWithConsentsEndToEnd(t *testing.T) {
 		if st := c.waitStatus(id, 20*time.Second, finalStatus); st.Status != "COMPLETED" {
 			t.Fatalf("ended %+v", st)
 		}
-		if got := c.psd2Counts(id); got != [5]int{1, 0, 2, 2, 2} {
+		if got := c.psd2Counts(id); got != [5]int{1, -1, 2, 2, 2} {
 			t.Fatalf("checking, savings accounts, cards, loans, savings: %v", got)
 		}
 		if used, scope := c.auditedConsent(id); used != checkingAndCards || len(scope) != 2 {
@@ -160,7 +164,7 @@ func TestCollectionsWithConsentsEndToEnd(t *testing.T) {
 		if st := c.waitStatus(id, 20*time.Second, finalStatus); st.Status != "COMPLETED" {
 			t.Fatalf("ended %+v", st)
 		}
-		if got := c.psd2Counts(id); got != [5]int{0, 2, 0, 2, 2} {
+		if got := c.psd2Counts(id); got != [5]int{-1, 2, -1, 2, 2} {
 			t.Fatalf("checking, savings accounts, cards, loans, savings: %v", got)
 		}
 		if used, _ := c.auditedConsent(id); used != savingsOnly {
@@ -180,7 +184,7 @@ func TestCollectionsWithConsentsEndToEnd(t *testing.T) {
 		if st := c.waitStatus(id, 20*time.Second, finalStatus); st.Status != "COMPLETED" {
 			t.Fatalf("ended %+v", st)
 		}
-		if got := c.psd2Counts(id); got != [5]int{0, 0, 0, 2, 2} {
+		if got := c.psd2Counts(id); got != [5]int{-1, -1, -1, 2, 2} {
 			t.Fatalf("checking, savings accounts, cards, loans, savings: %v", got)
 		}
 	})
@@ -260,7 +264,7 @@ func TestCollectionsWithConsentsEndToEnd(t *testing.T) {
 		if st := c.waitStatus(id, 20*time.Second, finalStatus); st.Status != "COMPLETED_PARTIAL" {
 			t.Fatalf("ended %+v", st)
 		}
-		if got := c.psd2Counts(id); got != [5]int{0, 0, 0, 2, 2} {
+		if got := c.psd2Counts(id); got != [5]int{-1, -1, -1, 2, 2} {
 			t.Fatalf("checking, savings accounts, cards, loans, savings: %v", got)
 		}
 	})

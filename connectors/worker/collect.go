@@ -43,6 +43,17 @@ type collected struct {
 	refused []DataProduct
 }
 
+// readPSD2 notes that a PSD2 product was read under grant: the consent scope values it covers
+// (those the grant names) go on the wealth data, so that readers tell a list read and found
+// empty from one never read.
+func (g *collected) readPSD2(p DataProduct, grant PSD2Grant) {
+	for _, s := range grant.Scope {
+		if slices.Contains(PSD2Products([]consent.Scope{s}), p) && !slices.Contains(g.wealth.PSD2Read, s) {
+			g.wealth.PSD2Read = append(g.wealth.PSD2Read, s)
+		}
+	}
+}
+
 // add keeps one product's data. A record a company lists twice (in two products) is kept once:
 // the domain refuses repeated ids, and a harmless overlap must not fail the collection.
 func (g *collected) add(collectionID string, d ProductData) {
@@ -197,6 +208,7 @@ func (s *session) collectPSD2(ctx context.Context, c *collection.Collection, com
 		}
 		d.Product = p
 		g.add(c.ID(), d)
+		g.readPSD2(p, grant)
 	}
 	return nil
 }
@@ -299,10 +311,10 @@ func (s *session) complete(ctx context.Context, g *collected) error {
 				}
 			}
 		case collection.ProductWealth:
-			if g.wealthRecords() > 0 || g.wealth.PersonalInformation != nil {
-				if err := c.RecordWealth(g.wealth, now); err != nil {
-					return err
-				}
+			// Recorded even when nothing was found: the event names the PSD2 products read, so
+			// that a reader tells those found empty from those never read (unknown).
+			if err := c.RecordWealth(g.wealth, now); err != nil {
+				return err
 			}
 			for _, doc := range g.documents {
 				if err := c.RecordDocument(doc, now); err != nil {

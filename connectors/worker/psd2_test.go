@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +101,15 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 	count := func(r *collection.WealthRecords) [5]int {
 		return [5]int{len(r.CheckingAccounts), len(r.SavingsAccounts), len(r.CreditCards), len(r.Loans), len(r.Savings)}
 	}
+	// read checks the PSD2 products the wealth event says were read: recorded ([] for none),
+	// sorted, those of the scope the bank served.
+	read := func(t *testing.T, c *collection.Collection, want ...consent.Scope) {
+		t.Helper()
+		got := c.Wealth()[0].PSD2Read
+		if got == nil || !slices.Equal(got, want) {
+			t.Errorf("PSD2 products read %#v, want %v", got, want)
+		}
+	}
 
 	t.Run("every PSD2 product of the scope", func(t *testing.T) {
 		bc := e.bankConsent(tolvan, "consent-all", 0, allScopes...)
@@ -110,6 +120,7 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 		if got := count(records(t, c)); got != [5]int{1, 2, 2, 2, 2} {
 			t.Fatalf("checking, savings accounts, cards, loans, savings: %v", got)
 		}
+		read(t, c, allScopes...)
 	})
 	t.Run("only what the scope names", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -125,6 +136,7 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 			if got := count(records(t, c)); c.Status() != collection.StatusCompleted || got != tc.want {
 				t.Errorf("%v: %s %v, want %v", tc.scope, c.Status(), got, tc.want)
 			}
+			read(t, c, tc.scope...)
 		}
 	})
 	t.Run("without a consent: loans and savings, no PSD2 product", func(t *testing.T) {
@@ -132,6 +144,7 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 		if got := count(records(t, c)); c.Status() != collection.StatusCompleted || got != [5]int{0, 0, 0, 2, 2} {
 			t.Fatalf("%s %v", c.Status(), got)
 		}
+		read(t, c)
 	})
 	t.Run("a consent the bank no longer honours: partial, with the rest", func(t *testing.T) {
 		revoked := e.bankConsent(tolvan, "consent-revoked", 0, allScopes...)
@@ -145,6 +158,7 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 			if got := count(records(t, c)); c.Status() != collection.StatusCompletedPartial || got != [5]int{0, 0, 0, 2, 2} {
 				t.Errorf("%s: %s %v", name, c.Status(), got)
 			}
+			read(t, c)
 		}
 	})
 	t.Run("companies without consents are not asked", func(t *testing.T) {
@@ -154,6 +168,7 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 		if r := records(t, c); c.Status() != collection.StatusCompleted || len(r.CheckingAccounts)+len(r.CreditCards) != 0 || g.count() != before {
 			t.Fatalf("%s %+v, %d lookups", c.Status(), r, g.count()-before)
 		}
+		read(t, c)
 	})
 	t.Run("a grant that cannot be read now leaves the collection for later", func(t *testing.T) {
 		bc := e.bankConsent(tolvan, "consent-later", 0, allScopes...)
@@ -177,6 +192,7 @@ func TestPSD2ProductsOnlyUnderAConsent(t *testing.T) {
 		if got := count(records(t, c)); c.Status() != collection.StatusCompleted || got != [5]int{1, 2, 2, 2, 2} {
 			t.Fatalf("%s %v", c.Status(), got)
 		}
+		read(t, c, allScopes...)
 	})
 	noPersonalData(t, e, tolvan, "Tolvan", "TOLVANSSON")
 }

@@ -401,7 +401,9 @@ func (c *Collection) RecordInsurances(insurances []Insurance, holderNames map[st
 }
 
 // RecordWealth stores a wealth company's data, deciding otherInsuredPerson for each pension by
-// the spec's rule against the account owner's name given at start.
+// the spec's rule against the account owner's name given at start, and which PSD2 products were
+// read (data.PSD2Read, and those of which records came), so that readers can tell a PSD2 list
+// found empty from one never read.
 func (c *Collection) RecordWealth(data WealthData, now time.Time) error {
 	if c.status != StatusCollecting {
 		return fmt.Errorf("collection %s is %s, not COLLECTING: %w", c.id, c.status, domain.ErrConflict)
@@ -428,7 +430,11 @@ func (c *Collection) RecordWealth(data WealthData, now time.Time) error {
 			records.InsuredPersonNames[p.ID] = p.InsuredPersonName
 		}
 	}
-	ev := WealthCollected{Counts: records.counts(), CollectedAt: now.UTC()}
+	read, err := data.psd2Read()
+	if err != nil {
+		return err
+	}
+	ev := WealthCollected{Counts: records.counts(), CollectedAt: now.UTC(), PSD2Read: read}
 	if !records.isZero() {
 		ev.Personal = records
 	}

@@ -1,6 +1,14 @@
 package collection
 
-import "time"
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/samla/samla/domain"
+
+	"github.com/samla/samla/domain/consent"
+)
 
 // Money is an amount in a currency (ISO 4217).
 type Money struct {
@@ -102,10 +110,18 @@ type Address struct {
 // names a person gives a product ("Bolån Tolvgatan 12" is an address) describe one person, so
 // they sit in Personal with the personal information and the insured persons' names, and only
 // how many records of each kind there were is public.
+//
+// PSD2Read (schema v3) names the PSD2 products the connector read, by the consent scope value
+// that covers each; a PSD2 product it does not name was not read (no consent, outside the
+// consent's scope, or the consent ended first), so its list is unknown rather than empty. Which
+// products were read names no one and is public, so the audit keeps it after an erasure. nil
+// means not recorded (an event written before v3): readers treat such data as they did before;
+// every writer since records a list, [] when it read none.
 type WealthCollected struct {
-	Counts      WealthCounts   `json:"counts"`
-	CollectedAt time.Time      `json:"collectedAt"`
-	Personal    *WealthRecords `json:"personal,omitempty"`
+	Counts      WealthCounts    `json:"counts"`
+	CollectedAt time.Time       `json:"collectedAt"`
+	PSD2Read    []consent.Scope `json:"psd2Read,omitzero"`
+	Personal    *WealthRecords  `json:"personal,omitempty"`
 }
 
 // WealthCounts is how many records of each kind a WealthCollected holds, under the data
@@ -156,6 +172,39 @@ type WealthData struct {
 	SavingsAccounts     []PSD2Account
 	CreditCards         []PSD2CreditCard
 	PersonalInformation *PersonalInformation
+	// PSD2Read names the PSD2 products the connector read (whether or not it found any), by
+	// their consent scope values; those it leaves out stay unknown.
+	PSD2Read []consent.Scope
+}
+
+// psd2Read is the recorded form of the PSD2 products read: sorted, without repeats, never nil,
+// and including every product of which records came (records prove the read). An unknown value
+// is a *domain.FieldError.
+func (d WealthData) psd2Read() ([]consent.Scope, error) {
+	out := make([]consent.Scope, 0, 3)
+	add := func(s consent.Scope) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for i, s := range d.PSD2Read {
+		if !slices.Contains(consent.AllScopes(), s) {
+			return nil, &domain.FieldError{Field: fmt.Sprintf("psd2Read[%d]", i),
+				Reason: "must name CHECKING_ACCOUNTS, SAVINGS_ACCOUNTS or CREDIT_CARDS"}
+		}
+		add(s)
+	}
+	if len(d.CheckingAccounts) > 0 {
+		add(consent.ScopeCheckingAccounts)
+	}
+	if len(d.SavingsAccounts) > 0 {
+		add(consent.ScopeSavingsAccounts)
+	}
+	if len(d.CreditCards) > 0 {
+		add(consent.ScopeCreditCards)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // CompanyPension is a pension as the company reported it: its own otherInsuredPerson

@@ -5,6 +5,7 @@ import (
 
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 )
 
 func TestRecordWealthDecidesOtherInsuredPerson(t *testing.T) {
@@ -25,14 +26,14 @@ func TestRecordWealthDecidesOtherInsuredPerson(t *testing.T) {
 	t.Run("with the account owner's name", func(t *testing.T) {
 		scenario(t).Given(wealthStarted("Tolvan Tolvansson"), changed(collection.StatusRunning, collection.StatusCollecting)).
 			When(record).Then(collection.WealthCollected{Counts: collection.WealthCounts{Pensions: 3}, CollectedAt: t0,
-			Personal: &collection.WealthRecords{Pensions: []collection.Pension{
+			PSD2Read: []consent.Scope{}, Personal: &collection.WealthRecords{Pensions: []collection.Pension{
 				{ID: "P1", OtherInsuredPerson: &no}, {ID: "P4", OtherInsuredPerson: &yes}, {ID: "P6", OtherInsuredPerson: &yes}},
 				InsuredPersonNames: names}})
 	})
 	t.Run("without it only the company's conclusion stays", func(t *testing.T) {
 		scenario(t).Given(wealthStarted(""), changed(collection.StatusRunning, collection.StatusCollecting)).
 			When(record).Then(collection.WealthCollected{Counts: collection.WealthCounts{Pensions: 3}, CollectedAt: t0,
-			Personal: &collection.WealthRecords{Pensions: []collection.Pension{{ID: "P1"}, {ID: "P4"}, {ID: "P6", OtherInsuredPerson: &yes}},
+			PSD2Read: []consent.Scope{}, Personal: &collection.WealthRecords{Pensions: []collection.Pension{{ID: "P1"}, {ID: "P4"}, {ID: "P6", OtherInsuredPerson: &yes}},
 				InsuredPersonNames: names}})
 	})
 	t.Run("not for an insurance collection", func(t *testing.T) {
@@ -84,10 +85,11 @@ func TestRecordWealthKeepsRecordsPersonal(t *testing.T) {
 	wealthStarted.Company, wealthStarted.Product = "se-demo-bank", collection.ProductWealth
 	collecting := []domain.Event{wealthStarted, changed(collection.StatusRunning, collection.StatusCollecting)}
 	want := collection.WealthCollected{Counts: collection.WealthCounts{Loans: 1, CheckingAccounts: 2}, CollectedAt: t0,
+		PSD2Read: []consent.Scope{consent.ScopeCheckingAccounts},
 		Personal: &collection.WealthRecords{Loans: data.Loans, CheckingAccounts: data.CheckingAccounts}}
 	scenario(t).Given(collecting...).When(func(c *collection.Collection) error { return c.RecordWealth(data, t0) }).Then(want)
 
-	nothing := collection.WealthCollected{CollectedAt: t0}
+	nothing := collection.WealthCollected{CollectedAt: t0, PSD2Read: []consent.Scope{}}
 	scenario(t).Given(collecting...).
 		When(func(c *collection.Collection) error { return c.RecordWealth(collection.WealthData{}, t0) }).Then(nothing)
 
@@ -96,4 +98,36 @@ func TestRecordWealthKeepsRecordsPersonal(t *testing.T) {
 	if c := rehydrate(t, append(collecting, erased)...); len(c.Wealth()) != 1 || c.Wealth()[0].Personal != nil {
 		t.Fatalf("erased wealth folds into %+v", c.Wealth())
 	}
+}
+
+// TestRecordWealthRecordsThePSD2ProductsRead: the event names the PSD2 products read, sorted and
+// once each, also those read and found empty, and always those of which records came; [] (not
+// absent) when none was read, so that "read none" and "not recorded" stay apart; an unknown
+// product is refused.
+func TestRecordWealthRecordsThePSD2ProductsRead(t *testing.T) {
+	wealthStarted := started()
+	wealthStarted.Company, wealthStarted.Product = "se-demo-bank", collection.ProductWealth
+	collecting := []domain.Event{wealthStarted, changed(collection.StatusRunning, collection.StatusCollecting)}
+	record := func(d collection.WealthData) func(*collection.Collection) error {
+		return func(c *collection.Collection) error { return c.RecordWealth(d, t0) }
+	}
+	cards := []collection.PSD2CreditCard{{ID: "C1"}}
+
+	t.Run("read and found empty", func(t *testing.T) {
+		scenario(t).Given(collecting...).When(record(collection.WealthData{
+			PSD2Read: []consent.Scope{consent.ScopeSavingsAccounts, consent.ScopeCheckingAccounts, consent.ScopeSavingsAccounts}})).
+			Then(collection.WealthCollected{CollectedAt: t0,
+				PSD2Read: []consent.Scope{consent.ScopeCheckingAccounts, consent.ScopeSavingsAccounts}})
+	})
+	t.Run("records prove the read", func(t *testing.T) {
+		scenario(t).Given(collecting...).When(record(collection.WealthData{CreditCards: cards,
+			PSD2Read: []consent.Scope{consent.ScopeCheckingAccounts}})).
+			Then(collection.WealthCollected{Counts: collection.WealthCounts{CreditCards: 1}, CollectedAt: t0,
+				PSD2Read: []consent.Scope{consent.ScopeCheckingAccounts, consent.ScopeCreditCards},
+				Personal: &collection.WealthRecords{CreditCards: cards}})
+	})
+	t.Run("an unknown product", func(t *testing.T) {
+		scenario(t).Given(collecting...).When(record(collection.WealthData{PSD2Read: []consent.Scope{"MORTGAGES"}})).
+			ThenFieldError("psd2Read[0]")
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
 )
@@ -57,6 +58,11 @@ type Row struct {
 // Content is the collected records, in the domain's own types, so that a data point the company
 // did not report stays nil (unknown) all the way to the presenter. Lists accumulate over the
 // collection's data events; an empty list is nil. IsZero tells none.
+//
+// PSD2Read names the PSD2 products read (collection.WealthCollected.PSD2Read, accumulated):
+// nil when no event recorded it (data from before), which readers present as before. It names
+// no one, so it is stored in plain beside sealed records (Sealing leaves it in data_json), and
+// an erasure, which blanks the records, blanks it with them.
 type Content struct {
 	Insurances       []collection.Insurance      `json:"insurances,omitempty"`
 	Pensions         []collection.Pension        `json:"pensions,omitempty"`
@@ -66,9 +72,10 @@ type Content struct {
 	CheckingAccounts []collection.PSD2Account    `json:"psd2CheckingAccounts,omitempty"`
 	SavingsAccounts  []collection.PSD2Account    `json:"psd2SavingsAccounts,omitempty"`
 	CreditCards      []collection.PSD2CreditCard `json:"psd2CreditCards,omitempty"`
+	PSD2Read         []consent.Scope             `json:"psd2Read,omitzero"`
 }
 
-// IsZero reports whether c holds no record.
+// IsZero reports whether c holds no record (PSD2Read is not one).
 func (c Content) IsZero() bool {
 	return len(c.Insurances) == 0 && len(c.Pensions) == 0 && len(c.Investments) == 0 && len(c.Loans) == 0 &&
 		len(c.Savings) == 0 && len(c.CheckingAccounts) == 0 && len(c.SavingsAccounts) == 0 && len(c.CreditCards) == 0

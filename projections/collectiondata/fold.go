@@ -2,8 +2,10 @@ package collectiondata
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 )
 
 // A collection can record its data in several events (a company read in parts, a retried
@@ -32,6 +34,19 @@ func (r *Row) addWealth(ev collection.WealthCollected) {
 		c.CreditCards = upsertByID(c.CreditCards, w.CreditCards, func(cc collection.PSD2CreditCard) string { return cc.ID })
 		r.Personal.InsuredPersonNames = mergeNames(r.Personal.InsuredPersonNames, ev.Personal.InsuredPersonNames)
 		r.Personal.PersonalInformation = mergePersonalInformation(r.Personal.PersonalInformation, ev.Personal.PersonalInformation)
+	}
+	if ev.PSD2Read != nil {
+		read := slices.Clone(r.Content.PSD2Read)
+		if read == nil {
+			read = []consent.Scope{}
+		}
+		for _, s := range ev.PSD2Read {
+			if !slices.Contains(read, s) {
+				read = append(read, s)
+			}
+		}
+		slices.Sort(read)
+		r.Content.PSD2Read = read
 	}
 }
 

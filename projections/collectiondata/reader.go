@@ -99,7 +99,7 @@ func View(r Row) query.DataView {
 		CollectionID: r.CollectionID, Tenant: r.Tenant, Company: r.Company, Product: r.Product, Status: r.Status,
 		Investments: r.Content.Investments, Loans: r.Content.Loans, Savings: r.Content.Savings,
 		CheckingAccounts: r.Content.CheckingAccounts, SavingsAccounts: r.Content.SavingsAccounts,
-		CreditCards: r.Content.CreditCards, PersonalInformation: r.Personal.PersonalInformation,
+		CreditCards: r.Content.CreditCards, PSD2Read: r.Content.PSD2Read, PersonalInformation: r.Personal.PersonalInformation,
 	}
 	for _, i := range r.Content.Insurances {
 		v.Insurances = append(v.Insurances, query.InsuranceView{Insurance: i, HolderName: name(r.Personal.HolderNames, i.ID)})

@@ -39,8 +39,11 @@ func (s sealingStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 	sealedRows := make([]Row, len(rows))
 	for i, r := range rows {
 		subjects[r.CollectionID] = subject(r)
+		read := r.Content.PSD2Read
 		if !r.Personal.IsZero() || !r.Content.IsZero() {
-			plain, err := json.Marshal(sealedForm{Personal: r.Personal, Records: &r.Content})
+			records := r.Content
+			records.PSD2Read = nil
+			plain, err := json.Marshal(sealedForm{Personal: r.Personal, Records: &records})
 			if err != nil {
 				return fmt.Errorf("collection data %s: encode: %w", r.CollectionID, err)
 			}
@@ -48,7 +51,7 @@ func (s sealingStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 				return fmt.Errorf("collection data %s: %w", r.CollectionID, err)
 			}
 		}
-		r.Personal, r.Content = Personal{}, Content{}
+		r.Personal, r.Content = Personal{}, Content{PSD2Read: read}
 		sealedRows[i] = r
 	}
 	var rowless []string
@@ -119,7 +122,9 @@ func (s sealingStore) open(ctx context.Context, r Row) (Row, error) {
 	}
 	r.Personal = form.Personal
 	if form.Records != nil {
+		read := r.Content.PSD2Read
 		r.Content = *form.Records
+		r.Content.PSD2Read = read
 	}
 	return r, nil
 }

@@ -1,7 +1,10 @@
 package presenter
 
 import (
+	"slices"
+
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/query"
 )
@@ -12,7 +15,8 @@ import (
 // (spec: "missing or null data points mean unknown", and otherInsuredPerson is "field absent"
 // when no conclusion is possible), never rendered as 0 or "". Holdings are left out when none
 // were reported: the company's data cannot tell "none" from "not reported". Top-level lists are
-// always present, [] when the company had none of that product. personalInformation is always
+// present, [] when the company had none of that product, except a PSD2 list Samla did not read
+// (no consent, or outside its scope: unknown), which is absent. personalInformation is always
 // present: null when nothing of it is known on 2026-04-01, an object without the unknown keys on
 // 2025-01-01; an empty string or an empty address is unknown too (events recorded before the
 // companies' adapters dropped them carry such values). A wealth body names the career statement
@@ -86,7 +90,8 @@ type WealthDataV20250101 struct {
 }
 
 // WealthDataV20260401 is the body of GET /collections/{collectionId}/wealth/data on
-// 2026-04-01: every wealth product, personal information as a typed, nullable object.
+// 2026-04-01: every wealth product, personal information as a typed, nullable object. A PSD2
+// list that was not read (no consent, or outside its scope) is absent: unknown, not empty.
 type WealthDataV20260401 struct {
 	CollectionID         string                          `json:"collectionId"`
 	Company              string                          `json:"company"`
@@ -95,9 +100,9 @@ type WealthDataV20260401 struct {
 	Investments          []collection.Investment         `json:"investments"`
 	Loans                []collection.Loan               `json:"loans"`
 	Savings              []collection.Saving             `json:"savings"`
-	Psd2CheckingAccounts []collection.PSD2Account        `json:"psd2CheckingAccounts"`
-	Psd2SavingsAccounts  []collection.PSD2Account        `json:"psd2SavingsAccounts"`
-	Psd2CreditCards      []collection.PSD2CreditCard     `json:"psd2CreditCards"`
+	Psd2CheckingAccounts []collection.PSD2Account        `json:"psd2CheckingAccounts,omitzero"`
+	Psd2SavingsAccounts  []collection.PSD2Account        `json:"psd2SavingsAccounts,omitzero"`
+	Psd2CreditCards      []collection.PSD2CreditCard     `json:"psd2CreditCards,omitzero"`
 	CareerStatement      *CareerStatementRef             `json:"careerStatement,omitempty"`
 }
 
@@ -147,14 +152,24 @@ func WealthDataStable(v query.DataView) WealthDataV20250101 {
 }
 
 // WealthDataPreview presents wealth data in the 2026-04-01 shape; personal information shows
-// only what is known, and is null when nothing is.
+// only what is known, and is null when nothing is; a PSD2 list not read is absent.
 func WealthDataPreview(v query.DataView) WealthDataV20260401 {
-	return WealthDataV20260401{
+	out := WealthDataV20260401{
 		CollectionID: v.CollectionID, Company: v.Company, PersonalInformation: v.PersonalInformation.Known(),
 		Pensions: list(v.Pensions), Investments: list(v.Investments), Loans: list(v.Loans), Savings: list(v.Savings),
-		Psd2CheckingAccounts: list(v.CheckingAccounts), Psd2SavingsAccounts: list(v.SavingsAccounts),
-		Psd2CreditCards: list(v.CreditCards), CareerStatement: careerStatement(v),
+		CareerStatement: careerStatement(v),
 	}
+	read := func(s consent.Scope) bool { return v.PSD2Read == nil || slices.Contains(v.PSD2Read, s) }
+	if read(consent.ScopeCheckingAccounts) {
+		out.Psd2CheckingAccounts = list(v.CheckingAccounts)
+	}
+	if read(consent.ScopeSavingsAccounts) {
+		out.Psd2SavingsAccounts = list(v.SavingsAccounts)
+	}
+	if read(consent.ScopeCreditCards) {
+		out.Psd2CreditCards = list(v.CreditCards)
+	}
+	return out
 }
 
 // LegacyData presents a collection's data for GET /data (2025-01-01): a LegacyWealthData for a

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/query"
 )
@@ -86,6 +87,42 @@ func TestWealthDataPerVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := dataJSON(t, WealthData(tc.version, tc.view)); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnreadPSD2ProductsAreAbsent: on 2026-04-01 a PSD2 list the collection did not read (no
+// consent, outside its scope) is absent, one read and found empty is [], and data that did not
+// record what was read (from before) shows every list as before; 2025-01-01 has none of them.
+func TestUnreadPSD2ProductsAreAbsent(t *testing.T) {
+	const lists = `"loans":[{"id":"L1","interestRate":0}],"savings":[{"id":"S1","balance":{"amount":25000,"currency":"SEK"}}]`
+	for _, tc := range []struct {
+		name string
+		read []consent.Scope
+		want string
+	}{
+		{"not recorded: every list", nil,
+			`"psd2CheckingAccounts":[{"id":"A1","iban":"SE45"}],"psd2SavingsAccounts":[],"psd2CreditCards":[{"id":"C1","maskedPan":"**** 1234"}]`},
+		{"none read: none shown", []consent.Scope{}, ``},
+		{"checking accounts only", []consent.Scope{consent.ScopeCheckingAccounts},
+			`"psd2CheckingAccounts":[{"id":"A1","iban":"SE45"}]`},
+		{"savings accounts read and found empty, cards", []consent.Scope{consent.ScopeCreditCards, consent.ScopeSavingsAccounts},
+			`"psd2SavingsAccounts":[],"psd2CreditCards":[{"id":"C1","maskedPan":"**** 1234"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := wealthView()
+			v.PSD2Read = tc.read
+			got := dataJSON(t, WealthData(httpapi.V20260401, v))
+			want := lists
+			if tc.want != "" {
+				want += "," + tc.want
+			}
+			if !strings.HasSuffix(got, want+"}") {
+				t.Fatalf("got  %s\nwant it to end with %s}", got, want)
+			}
+			if stable := dataJSON(t, WealthData(httpapi.V20250101, v)); strings.Contains(stable, "psd2") {
+				t.Fatalf("2025-01-01: %s", stable)
 			}
 		})
 	}

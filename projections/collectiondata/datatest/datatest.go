@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/internal/eventlog"
@@ -40,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorInsuranceLife", testProjectorInsuranceLife},
 		{"ProjectorWealthLife", testProjectorWealthLife},
 		{"ProjectorAccumulatesDataEvents", testProjectorAccumulates},
+		{"ProjectorRecordsThePSD2ProductsRead", testProjectorPSD2Read},
 		{"ProjectorRedeliveryIsIdempotent", testProjectorRedelivery},
 		{"ProjectorIgnoresOtherCategoriesAndOrphans", testProjectorIgnores},
 		{"ProjectorKeepsUnknownAbsent", testProjectorUnknown},
@@ -588,6 +591,43 @@ func testProjectorAccumulates(t *testing.T, s collectiondata.Store) {
 		Address: &collection.Address{Street: sp("Gatan 1"), City: sp("Malmö")}}})
 	if got.Status != "COLLECTING" || got.Revision != third.Revision {
 		t.Fatalf("status %s at revision %d, want COLLECTING at %d", got.Status, got.Revision, third.Revision)
+	}
+}
+
+// testProjectorPSD2Read: the PSD2 products read accumulate over the wealth events (sorted, once
+// each), survive the store with records and without any (read and found empty is [], not
+// unknown), and stay nil (not recorded) for data whose events never said.
+func testProjectorPSD2Read(t *testing.T, s collectiondata.Store) {
+	log := eventlog.New(t)
+	p := collectiondata.NewProjector(log.Registry(), s)
+	checking, cards := consent.ScopeCheckingAccounts, consent.ScopeCreditCards
+
+	withRecords := newStream(log, "acme", "c-read", base)
+	withRecords.start(collection.ProductWealth, "se-demo-bank")
+	withRecords.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second), PSD2Read: []consent.Scope{cards},
+		Personal: &collection.WealthRecords{CreditCards: []collection.PSD2CreditCard{{ID: "C1"}}}})
+	withRecords.add(2*time.Second, collection.WealthCollected{CollectedAt: base.Add(2 * time.Second), PSD2Read: []consent.Scope{checking, cards}})
+	withRecords.add(3*time.Second, collection.WealthCollected{CollectedAt: base.Add(3 * time.Second), // not recorded: changes nothing
+		Personal: &collection.WealthRecords{Loans: []collection.Loan{{ID: "L1"}}}})
+
+	noneRead := newStream(log, "acme", "c-none", base)
+	noneRead.start(collection.ProductWealth, "se-demo-bank")
+	noneRead.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second), PSD2Read: []consent.Scope{}})
+
+	notRecorded := newStream(log, "acme", "c-old", base)
+	notRecorded.start(collection.ProductWealth, "se-demo-bank")
+	notRecorded.add(time.Second, collection.WealthCollected{CollectedAt: base.Add(time.Second),
+		Personal: &collection.WealthRecords{Loans: []collection.Loan{{ID: "L1"}}}})
+
+	handle(t, p, append(append(append([]eventschema.Envelope{}, withRecords.envs...), noneRead.envs...), notRecorded.envs...))
+	for id, want := range map[string][]consent.Scope{"c-read": {checking, cards}, "c-none": {}, "c-old": nil} {
+		got := get(t, s, "acme", id).Content.PSD2Read
+		if (got == nil) != (want == nil) || !slices.Equal(got, want) {
+			t.Errorf("%s: PSD2 products read %#v, want %#v", id, got, want)
+		}
+	}
+	if got := get(t, s, "acme", "c-read").Content; len(got.CreditCards) != 1 || len(got.Loans) != 1 {
+		t.Errorf("records %+v", got)
 	}
 }
 
