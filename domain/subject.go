@@ -18,3 +18,7 @@ func CollectionSubject(collectionID string) string { return "collection-" + coll
 // under the users' own subjects would link an erased user to the next. The user records the
 // token with its own personal data, and its erasure destroys both keys.
 func HolderSubject(token string) string { return "holder-" + token }
+
+// ClientSubject is the data subject of a client's secrets (its signing provider's key): they
+// are sealed like personal data, under a key of the client's own.
+func ClientSubject(clientID string) string { return "client-" + clientID }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/consent"
@@ -380,3 +381,98 @@ func (t auditTime) MarshalJSON() ([]byte, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The signing configuration shows its template version and content hash, and when: never the
+// provider key (a secret) nor the template's text (the operator has it; the hash identifies it).
+
+type signingConfiguredAudit struct {
+	TemplateVersion int       `json:"templateVersion"`
+	TemplateHash    string    `json:"templateHash"`
+	ConfiguredAt    auditTime `json:"configuredAt"`
+}
+
+func auditSigningConfigured(e client.SigningConfigured) any {
+	return signingConfiguredAudit{TemplateVersion: e.TemplateVersion, TemplateHash: e.TemplateHash, ConfiguredAt: auditTime(e.ConfiguredAt)}
+}
+
+// The cancellation events show the document's way to its signature: which insurance, how it was
+// delivered, from which template version, when it moved and why it ended, in codes. Never the
+// holder's name or personal number, the insurance number, the cancellation date (the insurance's
+// renewal date, a collected value), the delivery address, the request's fingerprint, the
+// provider's process id, the document or its digest (a digest of a document that names a person
+// confirms a guessed document); the collection is named by the stream's requested event, not
+// here.
+
+type cancellationRequestedAudit struct {
+	Company         string    `json:"company"`
+	InsuranceID     string    `json:"insuranceId"`
+	InsuranceType   string    `json:"insuranceType,omitempty"`
+	DeliveryMethod  string    `json:"deliveryMethod"`
+	TemplateVersion int       `json:"templateVersion"`
+	RequestedAt     auditTime `json:"requestedAt"`
+}
+
+func auditCancellationRequested(e cancellation.Requested) any {
+	return cancellationRequestedAudit{Company: e.Company, InsuranceID: e.InsuranceID, InsuranceType: e.InsuranceType,
+		DeliveryMethod: string(e.DeliveryMethod), TemplateVersion: e.TemplateVersion, RequestedAt: auditTime(e.RequestedAt)}
+}
+
+// auditCancellationClaimed leaves the worker out, as collection.claimed does.
+func auditCancellationClaimed(e cancellation.Claimed) any {
+	return claimedAudit{ClaimedAt: auditTime(e.ClaimedAt)}
+}
+
+type cancellationSentAudit struct {
+	At           auditTime `json:"at"`
+	Deadline     auditTime `json:"deadline"`
+	DocumentSize int       `json:"documentSize"`
+}
+
+func auditCancellationSent(e cancellation.Sent) any {
+	return cancellationSentAudit{At: auditTime(e.At), Deadline: auditTime(e.Deadline), DocumentSize: e.DocumentSize}
+}
+
+type cancellationSignedAudit struct {
+	SignedAt auditTime `json:"signedAt"`
+	Method   string    `json:"method,omitempty"`
+}
+
+func auditCancellationSigned(e cancellation.Signed) any {
+	return cancellationSignedAudit{SignedAt: auditTime(e.SignedAt), Method: e.Method}
+}
+
+type cancellationSealedAudit struct {
+	SealedAt auditTime `json:"sealedAt"`
+	Size     int       `json:"size"`
+}
+
+func auditCancellationSealed(e cancellation.Sealed) any {
+	return cancellationSealedAudit{SealedAt: auditTime(e.SealedAt), Size: e.Size}
+}
+
+type cancellationEndedAudit struct {
+	At     auditTime `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+	Code   string    `json:"code,omitempty"`
+}
+
+func auditCancellationRejected(e cancellation.Rejected) any {
+	return cancellationEndedAudit{At: auditTime(e.At)}
+}
+func auditCancellationTimedOut(e cancellation.TimedOut) any {
+	return cancellationEndedAudit{At: auditTime(e.At)}
+}
+
+func auditCancellationCanceled(e cancellation.Canceled) any {
+	return cancellationEndedAudit{At: auditTime(e.At), Reason: string(e.Reason)}
+}
+
+func auditCancellationDocumentFailed(e cancellation.DocumentFailed) any {
+	return cancellationEndedAudit{At: auditTime(e.At), Code: e.Code}
+}
+
+// auditCancellationProviderNotified shows that the provider called, and when; its event id is
+// the provider's business.
+func auditCancellationProviderNotified(e cancellation.ProviderNotified) any {
+	return cancellationEndedAudit{At: auditTime(e.At)}
+}

@@ -91,6 +91,17 @@ var auditSummaries = map[string]string{
 	"collection.wealth-collected.v3": `{"counts":{"investments":1,"loans":1,"pensions":2,"psd2CheckingAccounts":1,` +
 		`"psd2CreditCards":1,"psd2SavingsAccounts":0,"savings":1},"collectedAt":"2026-01-02T03:04:08.000Z",` +
 		`"psd2Read":["CHECKING_ACCOUNTS","CREDIT_CARDS","SAVINGS_ACCOUNTS"]}`,
+	"cancellation.canceled.v1":          `{"at":"2026-11-25T10:03:00.000Z","reason":"CLIENT"}`,
+	"cancellation.claimed.v1":           `{"claimedAt":"2026-11-25T10:00:01.000Z"}`,
+	"cancellation.document-failed.v1":   `{"at":"2026-11-25T10:00:02.000Z","code":"DOCUMENT_REFUSED"}`,
+	"cancellation.provider-notified.v1": `{"at":"2026-11-25T10:05:00.500Z"}`,
+	"cancellation.rejected.v1":          `{"at":"2026-11-25T10:05:00.000Z"}`,
+	"cancellation.requested.v1":         `{"company":"se-demo-insurer","insuranceId":"INS-1","insuranceType":"HOME","deliveryMethod":"EMAIL","templateVersion":1,"requestedAt":"2026-11-25T10:00:00.000Z"}`,
+	"cancellation.sealed.v1":            `{"sealedAt":"2026-11-25T10:05:01.000Z","size":8}`,
+	"cancellation.sent.v1":              `{"at":"2026-11-25T10:00:02.000Z","deadline":"2026-12-25T10:00:02.000Z","documentSize":2048}`,
+	"cancellation.signed.v1":            `{"signedAt":"2026-11-25T10:05:00.000Z","method":"SANDBOX_EID"}`,
+	"cancellation.timed-out.v1":         `{"at":"2026-12-25T10:00:02.000Z"}`,
+	"client.signing-configured.v1":      `{"templateVersion":1,"templateHash":"sha256:5e8f0c9a7b6d4e3f","configuredAt":"2026-11-25T09:00:00.000Z"}`,
 }
 
 // neverAudited are values of the stored examples that the audit history must never show:

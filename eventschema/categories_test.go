@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/consent"
@@ -21,7 +22,7 @@ func TestEveryEventTypeHasATopic(t *testing.T) {
 			t.Errorf("%s: category %s has no topic", typ, category)
 		}
 	}
-	for _, prefix := range []string{collection.StreamPrefix, consent.StreamPrefix, client.StreamPrefix, user.StreamPrefix, user.ReservationStreamPrefix} {
+	for _, prefix := range []string{collection.StreamPrefix, cancellation.StreamPrefix, consent.StreamPrefix, client.StreamPrefix, user.StreamPrefix, user.ReservationStreamPrefix} {
 		if c := eventschema.Category(prefix + "x"); !slices.Contains(eventschema.Categories(), c) {
 			t.Errorf("streams %s… are in category %s, which has no topic", prefix, c)
 		}

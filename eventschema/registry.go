@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/consent"
@@ -92,6 +93,19 @@ func NewRegistry() (*Registry, error) {
 		{name: consent.EventFailed, current: 1, decode: decoder[consent.Failed](), audit: summarise(auditConsentFailed)},
 		{name: consent.EventRevoked, current: 1, decode: decoder[consent.Revoked](), audit: summarise(auditConsentRevoked)},
 		{name: consent.EventExpired, current: 1, decode: decoder[consent.Expired](), audit: summarise(auditConsentExpired)},
+		{name: client.EventSigningConfigured, current: 1, decode: decoder[client.SigningConfigured](), audit: summarise(auditSigningConfigured)},
+		{name: cancellation.EventRequested, current: 1, decode: decoder[cancellation.Requested](), audit: summarise(auditCancellationRequested)},
+		{name: cancellation.EventClaimed, current: 1, decode: decoder[cancellation.Claimed](), audit: summarise(auditCancellationClaimed)},
+		{name: cancellation.EventSent, current: 1, decode: decoder[cancellation.Sent](), audit: summarise(auditCancellationSent)},
+		{name: cancellation.EventSigned, current: 1, decode: decoder[cancellation.Signed](), audit: summarise(auditCancellationSigned)},
+		{name: cancellation.EventSealed, current: 1, decode: decoder[cancellation.Sealed](), audit: summarise(auditCancellationSealed)},
+		{name: cancellation.EventRejected, current: 1, decode: decoder[cancellation.Rejected](), audit: summarise(auditCancellationRejected)},
+		{name: cancellation.EventTimedOut, current: 1, decode: decoder[cancellation.TimedOut](), audit: summarise(auditCancellationTimedOut)},
+		{name: cancellation.EventCanceled, current: 1, decode: decoder[cancellation.Canceled](), audit: summarise(auditCancellationCanceled)},
+		{name: cancellation.EventDocumentFailed, current: 1, decode: decoder[cancellation.DocumentFailed](),
+			audit: summarise(auditCancellationDocumentFailed)},
+		{name: cancellation.EventProviderNotified, current: 1, decode: decoder[cancellation.ProviderNotified](),
+			audit: summarise(auditCancellationProviderNotified)},
 	}
 	compiler := jsonschema.NewCompiler()
 	for _, d := range defs {

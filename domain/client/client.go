@@ -13,9 +13,10 @@ import (
 )
 
 const (
-	EventRegistered    = "client.registered"
-	EventAPIKeyIssued  = "client.api-key-issued"
-	EventAPIKeyRevoked = "client.api-key-revoked"
+	EventRegistered        = "client.registered"
+	EventAPIKeyIssued      = "client.api-key-issued"
+	EventAPIKeyRevoked     = "client.api-key-revoked"
+	EventSigningConfigured = "client.signing-configured"
 )
 
 // StreamPrefix is the event-store category of client streams.
@@ -45,9 +46,32 @@ type APIKeyRevoked struct {
 	RevokedAt time.Time `json:"revokedAt"`
 }
 
-func (Registered) EventType() string    { return EventRegistered }
-func (APIKeyIssued) EventType() string  { return EventAPIKeyIssued }
-func (APIKeyRevoked) EventType() string { return EventAPIKeyRevoked }
+// SigningConfigured records the operator's signing configuration of a client (the spec: "the
+// signing provider API key is stored in the client's account configuration and a cancellation
+// PDF template … is supplied to the service operator"): the power-of-attorney template under a
+// new version, and the provider key. The key is a secret: it sits in Personal, sealed under the
+// client's own data subject like personal data, and is never returned, logged or audited. The
+// template names no one and is public.
+type SigningConfigured struct {
+	TemplateVersion int    `json:"templateVersion"`
+	Template        string `json:"template"`
+	// TemplateHash is the template's content hash (poa.Template.Version), for the audit.
+	TemplateHash string `json:"templateHash"`
+	// Place is what the documents print for {{place}} ("" for a blank to fill in).
+	Place        string         `json:"place,omitempty"`
+	ConfiguredAt time.Time      `json:"configuredAt"`
+	Personal     *SigningSecret `json:"personal,omitempty"`
+}
+
+// SigningSecret is the sealed part of SigningConfigured.
+type SigningSecret struct {
+	ProviderKey string `json:"providerKey"`
+}
+
+func (Registered) EventType() string        { return EventRegistered }
+func (APIKeyIssued) EventType() string      { return EventAPIKeyIssued }
+func (APIKeyRevoked) EventType() string     { return EventAPIKeyRevoked }
+func (SigningConfigured) EventType() string { return EventSigningConfigured }
 
 // HashAPIKey is the only form in which a key is stored. Keys carry 256 random bits, so a fast
 // hash is safe here and keeps authentication off the hot path's CPU budget.
@@ -69,7 +93,45 @@ type Client struct {
 	name    string
 	sandbox bool
 	keys    map[string]apiKey // by key id
+	signing signing
 }
+
+// signing is a client's signing configuration: every template version it had (a cancellation
+// renders the version it recorded), the newest version, the place and the provider key.
+type signing struct {
+	templates   map[int]string
+	version     int
+	place       string
+	providerKey string // "" when never set or no longer readable
+}
+
+// SigningConfig is what a cancellation needs of its client's signing configuration.
+type SigningConfig struct {
+	TemplateVersion int
+	Template        string
+	Place           string
+	// ProviderKey is the signing provider's API key: a secret, never logged.
+	ProviderKey string
+}
+
+// Signing is the client's current signing configuration; false when it has none (no template,
+// or its provider key is not readable).
+func (c *Client) Signing() (SigningConfig, bool) {
+	s := c.signing
+	if s.version == 0 || s.providerKey == "" {
+		return SigningConfig{}, false
+	}
+	return SigningConfig{TemplateVersion: s.version, Template: s.templates[s.version], Place: s.place, ProviderKey: s.providerKey}, true
+}
+
+// Template is the template of one version, false when the client never had it.
+func (c *Client) Template(version int) (string, bool) {
+	t, ok := c.signing.templates[version]
+	return t, ok
+}
+
+// DataSubject is the subject the client's secrets are sealed under.
+func (c *Client) DataSubject() string { return domain.ClientSubject(c.id) }
 
 type apiKey struct {
 	hash    string
@@ -104,6 +166,15 @@ func (c *Client) Apply(e domain.Event) error {
 		k := c.keys[ev.KeyID]
 		k.revoked = true
 		c.keys[ev.KeyID] = k
+	case SigningConfigured:
+		if c.signing.templates == nil {
+			c.signing.templates = map[int]string{}
+		}
+		c.signing.templates[ev.TemplateVersion] = ev.Template
+		c.signing.version, c.signing.place, c.signing.providerKey = ev.TemplateVersion, ev.Place, ""
+		if ev.Personal != nil {
+			c.signing.providerKey = ev.Personal.ProviderKey
+		}
 	default:
 		return fmt.Errorf("client cannot apply event %s", e.EventType())
 	}
@@ -148,4 +219,36 @@ func (c *Client) RevokeAPIKey(keyID string, now time.Time) error {
 		return nil
 	}
 	return domain.Record(c, APIKeyRevoked{KeyID: keyID, RevokedAt: now.UTC()})
+}
+
+// maxProviderKey bounds the provider key: keys of real providers are tens of characters.
+const maxProviderKey = 512
+
+// ConfigureSigning records the client's signing configuration under the next template version.
+// The template is already parsed and checked (poa.Parse) by the caller, which passes its text and
+// content hash; the provider key must be 16 to 512 printable characters. Invalid input is a
+// *domain.FieldError ("template", "providerKey", "place").
+func (c *Client) ConfigureSigning(template, templateHash, providerKey, place string, now time.Time) error {
+	if !c.Exists() {
+		return fmt.Errorf("client does not exist: %w", domain.ErrConflict)
+	}
+	switch {
+	case template == "" || templateHash == "":
+		return &domain.FieldError{Field: "template", Reason: "is required"}
+	case len(providerKey) < 16 || len(providerKey) > maxProviderKey || !printable(providerKey):
+		return &domain.FieldError{Field: "providerKey", Reason: fmt.Sprintf("must be 16 to %d printable characters", maxProviderKey)}
+	case len(place) > 100 || !printable(place):
+		return &domain.FieldError{Field: "place", Reason: "must be at most 100 printable characters"}
+	}
+	return domain.Record(c, SigningConfigured{TemplateVersion: c.signing.version + 1, Template: template,
+		TemplateHash: templateHash, Place: place, ConfiguredAt: now.UTC(), Personal: &SigningSecret{ProviderKey: providerKey}})
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }

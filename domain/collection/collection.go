@@ -4,6 +4,7 @@ package collection
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +65,7 @@ type Collection struct {
 	person      StartedPerson
 	consent     *UsedConsent
 	insurances  []Insurance
+	holderNames map[string]string // by insurance id; personal data, nil once erased
 	wealth      []WealthCollected
 	documents   []Document
 	current     StatusChanged  // the event that set the current status; zero while RUNNING
@@ -87,6 +89,10 @@ func (c *Collection) StartedAt() time.Time    { return c.startedAt }
 func (c *Collection) UpdatedAt() time.Time    { return c.updatedAt }
 func (c *Collection) Person() StartedPerson   { return c.person }
 func (c *Collection) Insurances() []Insurance { return append([]Insurance(nil), c.insurances...) }
+
+// HolderName is the name the company gave for an insurance's holder, "" when unknown (or
+// erased). Personal data: never logged.
+func (c *Collection) HolderName(insuranceID string) string { return c.holderNames[insuranceID] }
 
 // Consent is the PSD2 consent the collection was started with, nil when none.
 func (c *Collection) Consent() *UsedConsent {
@@ -158,6 +164,12 @@ func (c *Collection) Apply(e domain.Event) error {
 		c.status, c.updatedAt, c.current, c.supplied = ev.To, ev.ChangedAt, ev, nil
 	case InsurancesCollected:
 		c.insurances = append(c.insurances, ev.Insurances()...)
+		if ev.Personal != nil && len(ev.Personal.HolderNames) > 0 {
+			if c.holderNames == nil {
+				c.holderNames = make(map[string]string, len(ev.Personal.HolderNames))
+			}
+			maps.Copy(c.holderNames, ev.Personal.HolderNames)
+		}
 		c.updatedAt = ev.CollectedAt
 	case WealthCollected:
 		c.wealth = append(c.wealth, ev)

@@ -37,6 +37,14 @@ var (
 	phonePattern = regexp.MustCompile(`^[1-9][0-9]{7,14}$`)
 )
 
+// ValidEmail tells whether s is an e-mail address as the spec writes it ("<address>@<domain>"),
+// of at most 256 characters; cancellations deliver to such addresses too.
+func ValidEmail(s string) bool { return len(s) <= maxInputValue && emailPattern.MatchString(s) }
+
+// ValidPhoneNumber tells whether s is a mobile number as the spec writes it: digits only, with
+// the country prefix (46701234567).
+func ValidPhoneNumber(s string) bool { return phonePattern.MatchString(s) }
+
 // Input is one value the user supplied.
 type Input struct {
 	Type  string `json:"type"`
@@ -165,11 +173,11 @@ func (c *Collection) decideInput(inputs []Input, now time.Time) (InputSupplied, 
 func checkInputValue(typ, value string) string {
 	switch typ {
 	case InputEmail:
-		if !emailPattern.MatchString(value) || len(value) > maxInputValue {
+		if !ValidEmail(value) {
 			return "must be <address>@<domain>"
 		}
 	case InputMobilePhoneNumber:
-		if !phonePattern.MatchString(value) {
+		if !ValidPhoneNumber(value) {
 			return "must be digits only, with the country prefix (e.g. 46701234567)"
 		}
 	default:
