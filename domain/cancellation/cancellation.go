@@ -110,7 +110,10 @@ var (
 	ErrIllegalTransition = fmt.Errorf("illegal cancellation transition: %w", domain.ErrConflict)
 )
 
-var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+var (
+	datePattern   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
 
 // RequestInput is the input of Request: one insurance of one collection.
 type RequestInput struct {
@@ -418,8 +421,8 @@ func (c *Cancellation) MarkSent(processID, documentSHA256 string, documentSize i
 	switch {
 	case processID == "":
 		return &domain.FieldError{Field: "processId", Reason: "is required"}
-	case documentSHA256 == "" || documentSize <= 0:
-		return &domain.FieldError{Field: "document", Reason: "is required"}
+	case !sha256Pattern.MatchString(documentSHA256) || documentSize <= 0:
+		return &domain.FieldError{Field: "document", Reason: "is required, with its SHA-256 in hex"}
 	case timeout <= 0:
 		return &domain.FieldError{Field: "timeout", Reason: "must be positive"}
 	}
@@ -459,8 +462,8 @@ func (c *Cancellation) Seal(document []byte, sha256Hex string, now time.Time) er
 	if c.status != StatusClosed {
 		return fmt.Errorf("seal cancellation %s in %s: %w", c.DocumentID(), c.status, ErrIllegalTransition)
 	}
-	if len(document) == 0 || sha256Hex == "" {
-		return &domain.FieldError{Field: "document", Reason: "is required"}
+	if len(document) == 0 || !sha256Pattern.MatchString(sha256Hex) {
+		return &domain.FieldError{Field: "document", Reason: "is required, with its SHA-256 in hex"}
 	}
 	return domain.Record(c, Sealed{SealedAt: now.UTC(), SHA256: sha256Hex, Size: len(document),
 		Personal: &SealedPersonal{Document: slices.Clone(document)}})

@@ -62,7 +62,12 @@ func requested() cancellation.Requested {
 			InsuranceNumber: "HEM-1", Email: "tolvan@example.se", IdempotencyKey: "k", RequestHash: "rh"}}
 }
 
-var sent = cancellation.Sent{At: t0, Deadline: t0.Add(time.Hour), ProcessID: "p1", DocumentSHA256: "ab", DocumentSize: 10}
+const (
+	sha1 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	sha2 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"
+)
+
+var sent = cancellation.Sent{At: t0, Deadline: t0.Add(time.Hour), ProcessID: "p1", DocumentSHA256: sha1, DocumentSize: 10}
 
 func TestRequest(t *testing.T) {
 	completed := insuranceCollection(t, collection.StatusCompleted, collection.ProductInsurance)
@@ -145,7 +150,7 @@ func TestSigningLifecycle(t *testing.T) {
 			if err := c.Claim("w1", t0, time.Minute); err != nil {
 				return err
 			}
-			return c.MarkSent("p1", "ab", 10, time.Hour, t0)
+			return c.MarkSent("p1", sha1, 10, time.Hour, t0)
 		}).Then(cancellation.Claimed{WorkerID: "w1", ClaimedAt: t0}, sent)
 	})
 	t.Run("another live worker's claim blocks, a stale one does not", func(t *testing.T) {
@@ -156,7 +161,7 @@ func TestSigningLifecycle(t *testing.T) {
 			Then(cancellation.Claimed{WorkerID: "w2", ClaimedAt: t0.Add(2 * time.Minute)})
 	})
 	t.Run("the same process again records nothing", func(t *testing.T) {
-		scenario(t).Given(requested(), sent).When(func(c *cancellation.Cancellation) error { return c.MarkSent("p1", "ab", 10, time.Hour, t0) }).Then()
+		scenario(t).Given(requested(), sent).When(func(c *cancellation.Cancellation) error { return c.MarkSent("p1", sha1, 10, time.Hour, t0) }).Then()
 	})
 	t.Run("signed: CLOSED, then sealed", func(t *testing.T) {
 		signedAt := t0.Add(time.Minute)
@@ -167,15 +172,15 @@ func TestSigningLifecycle(t *testing.T) {
 			if c.Status() != cancellation.StatusClosed || c.IsSignedAndSealed() {
 				t.Errorf("signed: %s, sealed %v", c.Status(), c.IsSignedAndSealed())
 			}
-			if err := c.Seal([]byte("%PDF-sealed"), "cd", signedAt); err != nil {
+			if err := c.Seal([]byte("%PDF-sealed"), sha2, signedAt); err != nil {
 				return err
 			}
 			if !c.IsSignedAndSealed() || string(c.SealedDocument()) != "%PDF-sealed" || c.NeedsProvider() {
 				t.Errorf("sealed: %v %q, needs provider %v", c.IsSignedAndSealed(), c.SealedDocument(), c.NeedsProvider())
 			}
-			return c.Seal([]byte("%PDF-again"), "ef", signedAt) // a second seal records nothing
+			return c.Seal([]byte("%PDF-again"), sha1, signedAt) // a second seal records nothing
 		}).Then(cancellation.Signed{SignedAt: signedAt, Method: "SANDBOX_EID"},
-			cancellation.Sealed{SealedAt: signedAt, SHA256: "cd", Size: 11, Personal: &cancellation.SealedPersonal{Document: []byte("%PDF-sealed")}})
+			cancellation.Sealed{SealedAt: signedAt, SHA256: sha2, Size: 11, Personal: &cancellation.SealedPersonal{Document: []byte("%PDF-sealed")}})
 	})
 	t.Run("rejected", func(t *testing.T) {
 		scenario(t).Given(requested(), sent).When(func(c *cancellation.Cancellation) error { return c.Reject(t0) }).
