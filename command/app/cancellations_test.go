@@ -37,7 +37,7 @@ func completedInsurances(status collection.Status) []domain.Event {
 			Personal: &collection.StartedPerson{PersonalNumber: "191212121212", RequestHash: "h"}},
 		collection.StatusChanged{From: collection.StatusRunning, To: collection.StatusCollecting, ChangedAt: testNow},
 		collection.InsurancesCollected{InsuranceCount: 2, CollectedAt: testNow, Personal: &collection.InsuranceRecords{
-			Insurances: []collection.Insurance{{ID: "i1", InsuranceType: "HOME", InsuranceNumber: strp("HEM-1")}, {ID: "i2"}},
+			Insurances:  []collection.Insurance{{ID: "i1", InsuranceType: "HOME", InsuranceNumber: strp("HEM-1")}, {ID: "i2"}},
 			HolderNames: map[string]string{"i1": "Tolvan Tolvansson", "i2": "Tolvan Tolvansson"}}},
 		collection.StatusChanged{From: collection.StatusCollecting, To: status, ChangedAt: testNow},
 	}
