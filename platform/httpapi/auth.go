@@ -125,8 +125,15 @@ func (a *authCache) len() int {
 	return len(a.entries)
 }
 
+// SigningCallbackPath is the route of the signing providers' callbacks (httpcmd serves it). It
+// answers without client authentication: a provider holds no Samla API key, and proves itself
+// with a signature made with the client's provider key, which the handler checks.
+const SigningCallbackPath = "/callbacks/signing/:clientId"
+
 // isPublicRoute reports the routes that answer without client authentication.
-func isPublicRoute(route string) bool { return route == "/health" || route == JWKSPath }
+func isPublicRoute(route string) bool {
+	return route == "/health" || route == JWKSPath || route == SigningCallbackPath
+}
 
 func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth) gin.HandlerFunc {
 	return func(c *gin.Context) {
