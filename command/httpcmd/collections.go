@@ -127,6 +127,12 @@ type Deps struct {
 	// Consents serves POST /consents and DELETE /consents/{consentId} (consents.go); they are
 	// mounted only when it is set.
 	Consents ConsentCommands
+	// Cancellations serves POST /cancellations and DELETE /cancellations/{documentId}
+	// (cancellations.go); they are mounted only when it is set.
+	Cancellations CancellationCommands
+	// CallbackVerifier checks the signing provider's callbacks; the callback route is mounted
+	// only when it and Cancellations are set.
+	CallbackVerifier CallbackVerifier
 }
 
 // MinFingerprintKeyBytes is the shortest FingerprintKey: 256 bits, the strength of the hash.
@@ -162,6 +168,9 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 	}
 	if d.Consents != nil {
 		h.registerConsents(r)
+	}
+	if d.Cancellations != nil {
+		h.registerCancellations(r)
 	}
 }
 
