@@ -8,10 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/sqlite"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/connectors/pdfletter"
@@ -111,11 +115,62 @@ func TestNoPlainPersonalDataOnDisk(t *testing.T) {
 	if err != nil || report.Plain != 1 || report.ByType[collection.EventStarted] != 1 || report.PlainFields != 2 {
 		t.Fatalf("report after an unsealed event = %+v, %v", report, err)
 	}
+
+	// Events of older schema versions are counted as the registry upcasts them: the personal
+	// number and name in a v1 collection.started's input (2 fields), the instructions in a v1
+	// collection.status-changed's public part (1) and the insurances a v1 collection kept
+	// outside its personal member, beside the holders' names (2).
+	appendStoredExamples(t, filepath.Join(dir, "eventstore", "events.db"), "collection-c-v1",
+		"collection.started.v1.json", "collection.status-changed.v1.instructions.json",
+		"collection.insurances-collected.v1.json")
+	report, err = ReportPlainPersonal(context.Background(), cfg)
+	if err != nil || report.Plain != 4 || report.PlainFields != 2+2+1+2 || report.ByType[collection.EventStarted] != 2 ||
+		report.ByType[collection.EventStatusChanged] != 1 || report.ByType[collection.EventInsurancesCollected] != 1 {
+		t.Fatalf("report after v1 events = %+v, %v", report, err)
+	}
 	var out bytes.Buffer
 	report.Print(&out)
 	if !strings.Contains(out.String(), "Nothing is encrypted retroactively") || !strings.Contains(out.String(), collection.EventStarted) {
 		t.Fatalf("printed report:\n%s", out.String())
 	}
+}
+
+// appendStoredExamples appends the stored examples of eventschema/testdata/examples, named
+// <type>.v<version>[.variant].json, to one stream as an older build wrote them.
+func appendStoredExamples(t *testing.T, path, stream string, names ...string) {
+	t.Helper()
+	store, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	envs := make([]eventschema.Envelope, 0, len(names))
+	for _, name := range names {
+		env := storedExample(t, name)
+		env.Stream = stream
+		envs = append(envs, env)
+	}
+	if _, err := store.Append(context.Background(), stream, eventstore.NoStream(), envs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedExample is the envelope of one stored example of eventschema/testdata/examples.
+func storedExample(t *testing.T, name string) eventschema.Envelope {
+	t.Helper()
+	payload, err := os.ReadFile(filepath.Join("..", "..", "eventschema", "testdata", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(strings.TrimSuffix(name, ".json"), ".")
+	for i := len(parts) - 1; i > 0; i-- {
+		if version, err := strconv.Atoi(strings.TrimPrefix(parts[i], "v")); err == nil && strings.HasPrefix(parts[i], "v") {
+			return eventschema.Envelope{EventID: uuid.NewString(), Type: strings.Join(parts[:i], "."),
+				SchemaVersion: version, Tenant: "sandbox", OccurredAt: time.Now(), Payload: payload}
+		}
+	}
+	t.Fatalf("example %s names no version", name)
+	return eventschema.Envelope{}
 }
 
 // appendUnsealed appends a collection as a build before crypto-shredding did: its personal data

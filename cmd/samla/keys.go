@@ -18,6 +18,14 @@ import (
 // before crypto-shredding existed. Nothing seals them afterwards (an event is immutable, and
 // rewriting the log would be a migration of its own), so they stay readable until the data
 // dir or the event store is retired; the report says how many there are.
+//
+// What is personal is what the current schema version of an event's type keeps in its personal
+// member: an event of an older version is counted as the registry upcasts it, so the personal
+// number in a v1 collection.started's input, the instructions in a v1
+// collection.status-changed's public part and the records a v1 collection of insurances or
+// wealth kept outside its personal member are plain personal fields too. An event whose personal
+// member is sealed (or the erased marker) but whose older version kept some personal fields in
+// its public part counts as plain, with those fields.
 type PlainPersonalReport struct {
 	Events int // every event read
 	Sealed int // events whose personal member is sealed
@@ -41,6 +49,10 @@ func ReportPlainPersonal(ctx context.Context, cfg *Config) (PlainPersonalReport,
 		return report, err
 	}
 	defer store.Close()
+	reg, err := eventschema.NewRegistry()
+	if err != nil {
+		return report, err
+	}
 	var after uint64
 	for {
 		batch, err := store.ReadAll(ctx, after, 1000)
@@ -52,17 +64,71 @@ func ReportPlainPersonal(ctx context.Context, cfg *Config) (PlainPersonalReport,
 		}
 		for _, env := range batch {
 			report.Events++
+			sealed, plain, fields, err := inspectStored(reg, env)
+			if err != nil {
+				return report, fmt.Errorf("event %s (%s v%d) at position %d: %w", env.EventID, env.Type, env.SchemaVersion, env.Position, err)
+			}
 			switch {
-			case eventschema.PersonalSealed(env.Payload):
-				report.Sealed++
-			case eventschema.PlainPersonal(env.Payload):
+			case plain:
 				report.Plain++
 				report.ByType[env.Type]++
-				report.PlainFields += personalFields(env.Payload)
+				report.PlainFields += fields
+			case sealed:
+				report.Sealed++
 			}
 		}
 		after = batch[len(batch)-1].Position
 	}
+}
+
+// inspectStored tells what a stored event holds of personal data, as its type's current schema
+// version defines it: whether its personal member is sealed, whether it holds personal data in
+// plain text, and how many plain personal fields. The personal member is judged as stored; the
+// payload of an older version is upcast first, so that what that version kept outside the
+// personal member (and the current one keeps in it) is found. A sealed or erased personal member
+// is replaced by an empty one before the upcast, so that only the fields an upcaster moves into
+// it are counted, and no upcaster reads a sealed form as if it were plain.
+func inspectStored(reg *eventschema.Registry, env eventschema.Envelope) (sealed, plain bool, fields int, err error) {
+	current, err := reg.CurrentVersion(env.Type)
+	if err != nil {
+		return false, false, 0, err
+	}
+	sealed = eventschema.PersonalSealed(env.Payload)
+	if env.SchemaVersion == current {
+		if eventschema.PlainPersonal(env.Payload) {
+			return sealed, true, personalFields(env.Payload), nil
+		}
+		return sealed, false, 0, nil
+	}
+	payload := env.Payload
+	hidden := sealed || eventschema.PersonalErased(env.Payload)
+	if hidden {
+		if payload, err = withEmptyPersonal(payload); err != nil {
+			return false, false, 0, err
+		}
+	}
+	payload, err = reg.Upcast(env.Type, env.SchemaVersion, payload)
+	if err != nil {
+		return false, false, 0, err
+	}
+	fields = personalFields(payload)
+	if hidden {
+		return sealed, fields > 0, fields, nil
+	}
+	return sealed, eventschema.PlainPersonal(payload), fields, nil
+}
+
+// withEmptyPersonal returns payload with an empty personal member in place of its own.
+func withEmptyPersonal(payload []byte) ([]byte, error) {
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &f); err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, fmt.Errorf("payload is not a JSON object: %.40s", payload)
+	}
+	f[eventschema.PersonalMember] = json.RawMessage(`{}`)
+	return json.Marshal(f)
 }
 
 // personalFields counts the members of a payload's personal member.
