@@ -17,6 +17,7 @@ import (
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/client"
+	"github.com/samla/samla/domain/poa"
 )
 
 // SandboxClientID is the client `samla run` creates for trying the service.
@@ -129,6 +130,50 @@ func (s *Service) decideSandbox(c *client.Client, apiKey string) error {
 	}
 	if err := c.IssueAPIKey(keyID(apiKey), apiKey, s.now()); err != nil {
 		return fmt.Errorf("issue the bootstrap API key: %w", err)
+	}
+	return nil
+}
+
+// MaxTemplateFileBytes bounds a template file the operator gives: poa.Parse refuses more anyway,
+// and reading stops there.
+const MaxTemplateFileBytes = 64 << 10
+
+// ConfigureSigning records a client's signing configuration (the spec: the signing provider API
+// key in the client's account configuration, and the cancellation template supplied to the
+// operator): the power-of-attorney template, checked by poa.Parse (an unknown, malformed or
+// missing placeholder is a *poa.TemplateError listing the known ones), under the client's next
+// template version, and the provider key, sealed by the repository (it must have the key
+// store). It returns the version recorded.
+func (s *Service) ConfigureSigning(ctx context.Context, clientID, template, providerKey, place string) (int, error) {
+	t, err := poa.Parse(template)
+	if err != nil {
+		return 0, fmt.Errorf("configure signing of %s: %w", clientID, err)
+	}
+	c, _, err := s.repo.Update(ctx, clientID, meta(clientID), func(c *client.Client) error {
+		return c.ConfigureSigning(t.Text(), t.Version(), strings.TrimSpace(providerKey), place, s.now())
+	})
+	if err != nil {
+		return 0, fmt.Errorf("configure signing of %s: %w", clientID, err)
+	}
+	cfg, _ := c.Signing()
+	return cfg.TemplateVersion, nil
+}
+
+// EnsureSandboxSigning gives the sandbox client the example template and providerKey (the
+// sandbox signing provider's) unless it has a signing configuration already, so that
+// cancellations work on a fresh `samla run`.
+func (s *Service) EnsureSandboxSigning(ctx context.Context, providerKey string) error {
+	t, err := poa.Parse(poa.ExampleTemplate)
+	if err != nil {
+		return fmt.Errorf("the example template: %w", err)
+	}
+	if _, _, err := s.repo.Update(ctx, SandboxClientID, meta(SandboxClientID), func(c *client.Client) error {
+		if _, ok := c.Signing(); ok {
+			return nil
+		}
+		return c.ConfigureSigning(t.Text(), t.Version(), providerKey, "Stockholm", s.now())
+	}); err != nil {
+		return fmt.Errorf("configure the sandbox client's signing: %w", err)
 	}
 	return nil
 }
