@@ -64,6 +64,12 @@ func useConsent(id string) map[string]any {
 	return map[string]any{"type": "Psd2AisConsentParameter", "consentId": id, "reuseStoredConsent": false}
 }
 
+// useConsentAlone names the consent without reuseStoredConsent, as API.md's Consents section
+// spells it: the flag reads false.
+func useConsentAlone(id string) map[string]any {
+	return map[string]any{"type": "Psd2AisConsentParameter", "consentId": id}
+}
+
 var reuseStored = map[string]any{"type": "Psd2AisConsentParameter", "reuseStoredConsent": true}
 
 // startBank starts a collection and returns its id, failing unless it was created.
@@ -147,15 +153,17 @@ func TestCollectionsWithConsentsEndToEnd(t *testing.T) {
 
 	t.Run("a named consent: the PSD2 products of its scope, and the audit shows it", func(t *testing.T) {
 		c.t = t
-		id := c.startBank(bankCollection(alice, mockLogin, useConsent(checkingAndCards)))
-		if st := c.waitStatus(id, 20*time.Second, finalStatus); st.Status != "COMPLETED" {
-			t.Fatalf("ended %+v", st)
-		}
-		if got := c.psd2Counts(id); got != [5]int{1, -1, 2, 2, 2} {
-			t.Fatalf("checking, savings accounts, cards, loans, savings: %v", got)
-		}
-		if used, scope := c.auditedConsent(id); used != checkingAndCards || len(scope) != 2 {
-			t.Fatalf("the audit shows consent %q %v", used, scope)
+		for _, param := range []map[string]any{useConsent(checkingAndCards), useConsentAlone(checkingAndCards)} {
+			id := c.startBank(bankCollection(alice, mockLogin, param))
+			if st := c.waitStatus(id, 20*time.Second, finalStatus); st.Status != "COMPLETED" {
+				t.Fatalf("%v: ended %+v", param, st)
+			}
+			if got := c.psd2Counts(id); got != [5]int{1, -1, 2, 2, 2} {
+				t.Fatalf("%v: checking, savings accounts, cards, loans, savings: %v", param, got)
+			}
+			if used, scope := c.auditedConsent(id); used != checkingAndCards || len(scope) != 2 {
+				t.Fatalf("%v: the audit shows consent %q %v", param, used, scope)
+			}
 		}
 	})
 	t.Run("reuseStoredConsent: the user's newest usable consent", func(t *testing.T) {
@@ -222,6 +230,13 @@ func TestCollectionsWithConsentsEndToEnd(t *testing.T) {
 		// OTHER_USER.
 		bobs := c.scopedConsent(bob, mockLogin)
 		c.refused(bankCollection(alice, mockLogin, useConsent(bobs)), "CONSENT_INVALID", "OTHER_USER")
+		// OTHER_USER too: alice's consent signed for another person than the collection logs in
+		// as (tolvan), lest one person's accounts land next to another's loans.
+		anothers := c.createConsent(consentRequest(alice, "se-demo-bank", mockLogin, "199001010058"))
+		if st := c.waitConsentStatus(anothers, 10*time.Second, consentSettled); st.Status != "AUTHORIZED" {
+			t.Fatalf("consent of another person %+v", st)
+		}
+		c.refused(bankCollection(alice, mockLogin, useConsent(anothers)), "CONSENT_INVALID", "OTHER_USER")
 
 		// OTHER_COMPANY: the sandbox has one company with consents, so this consent of alice's at
 		// the pension company is recorded as a catalog in which that company gave consents

@@ -86,8 +86,10 @@ func checkConsentRequest(cmd StartCollection, companyConsents bool) error {
 }
 
 // resolveConsent finds the consent a start uses, as the event store shows it now, and checks it
-// usable for the client, the user and the company (consent.Consent.Usable): nil when the start
-// asks for none.
+// usable for the client, the user, the company and, when the start names one, the person it
+// logs in as (consent.Consent.UsableFor): nil when the start asks for none. A consent signed for
+// another person than the one the collection names is OTHER_USER, and never picked for reuse: a
+// collection must not put one person's PSD2 data next to another's loans and personal details.
 func (s *CollectionService) resolveConsent(ctx context.Context, cmd StartCollection, companyID string, now time.Time) (*collection.UsedConsent, error) {
 	if !cmd.wantsConsent() {
 		return nil, nil
@@ -101,7 +103,7 @@ func (s *CollectionService) resolveConsent(ctx context.Context, cmd StartCollect
 		if err != nil {
 			return nil, fmt.Errorf("look up consent: %w", err)
 		}
-		if reason, ok := k.Usable(cmd.Tenant, cmd.UserUUID, companyID, now); !ok {
+		if reason, ok := k.UsableFor(cmd.Tenant, cmd.UserUUID, companyID, cmd.PersonalNumber, now); !ok {
 			return nil, &ConsentInvalidError{Reason: reason}
 		}
 		return usedConsent(k), nil
@@ -118,7 +120,7 @@ func (s *CollectionService) resolveConsent(ctx context.Context, cmd StartCollect
 		if err != nil {
 			return nil, fmt.Errorf("look up consent: %w", err)
 		}
-		if _, ok := k.Usable(cmd.Tenant, cmd.UserUUID, companyID, now); ok {
+		if _, ok := k.UsableFor(cmd.Tenant, cmd.UserUUID, companyID, cmd.PersonalNumber, now); ok {
 			return usedConsent(k), nil
 		}
 	}

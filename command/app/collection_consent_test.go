@@ -8,9 +8,9 @@ import (
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/commandtest"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 )
@@ -29,7 +29,7 @@ const (
 // consentStartService is the collection service with consents, listing stored consents from list.
 func consentStartService(t *testing.T, list userConsents) (*commandtest.Scenario, *app.CollectionService) {
 	sc := commandtest.New(t, testNow)
-	svc := app.NewCollectionService(sandbox.Catalog(), commandtest.Repository(sc, collection.Kind),
+	svc := app.NewCollectionService(companytest.Catalog(), commandtest.Repository(sc, collection.Kind),
 		commandtest.Repository(sc, user.Kind), sc.Clock()).
 		WithConsents(commandtest.Repository(sc, consent.Kind), list)
 	sc.Given(user.StreamName(consentUser), acmeUser(consentUser))
@@ -174,6 +174,83 @@ func TestScenarioStartWithConsent(t *testing.T) {
 	t.Run("no consent asked for records none", func(t *testing.T) {
 		sc, svc := consentStartService(t, nil)
 		sc.When(startWith(svc, bankStartCmd(&app.ConsentChoice{}))).Then(bankStarted(nil))
+	})
+}
+
+// consentOfPerson is authorizedConsent signed for number instead ("" for an erased one).
+func consentOfPerson(id, number string) []domain.Event {
+	events := authorizedConsent(id)
+	c := events[0].(consent.Created)
+	c.Personal = nil
+	if number != "" {
+		c.Personal = &consent.CreatedPerson{PersonalNumber: number, RequestHash: "hash-1"}
+	}
+	events[0] = c
+	return events
+}
+
+// startAs is bankStartCmd for a collection that logs in as number (any accepted spelling).
+func startAs(choice *app.ConsentChoice, number string) app.StartCollection {
+	cmd := bankStartCmd(choice)
+	cmd.PersonalNumber = personalNumber(number)
+	return cmd
+}
+
+// TestScenarioStartWithAnotherPersonsConsent: a collection that logs in as a person reads PSD2
+// data only under a consent signed for that person; otherwise it would put one person's accounts
+// next to another's loans and personal details.
+func TestScenarioStartWithAnotherPersonsConsent(t *testing.T) {
+	const signer, other = "199001010017", "198507099805" // authorizedConsent is signed for signer
+	named := &app.ConsentChoice{ConsentID: consentID}
+	withPerson := func(used *collection.UsedConsent, n string) collection.Started {
+		e := bankStarted(used)
+		e.Personal = &collection.StartedPerson{PersonalNumber: n, RequestHash: "hash-1"}
+		return e
+	}
+
+	t.Run("given a consent for A, when a collection logs in as A, then it starts under the consent", func(t *testing.T) {
+		sc, svc := consentStartService(t, nil)
+		sc.Given(consent.StreamName(consentID), authorizedConsent(consentID)...).
+			When(startWith(svc, startAs(named, "19900101-0017"))).
+			Then(withPerson(&collection.UsedConsent{ConsentID: consentID, BankConsentID: bankRef + "-1", Scope: consent.AllScopes()}, signer))
+	})
+	t.Run("given a consent for A, when a collection names nobody, then it starts under the consent", func(t *testing.T) {
+		sc, svc := consentStartService(t, nil)
+		sc.Given(consent.StreamName(consentID), consentOfPerson(consentID, other)...).
+			When(startWith(svc, bankStartCmd(named))).
+			Then(bankStarted(&collection.UsedConsent{ConsentID: consentID, BankConsentID: bankRef + "-1", Scope: consent.AllScopes()}))
+	})
+	for _, tc := range []struct {
+		name  string
+		given []domain.Event
+	}{
+		{"given a consent for A, when a collection logs in as B, then", authorizedConsent(consentID)},
+		{"given an erased consent, when a collection names a person, then", consentOfPerson(consentID, "")},
+	} {
+		t.Run(tc.name+" it is CONSENT_INVALID OTHER_USER, nothing recorded", func(t *testing.T) {
+			sc, svc := consentStartService(t, nil)
+			err := sc.Given(consent.StreamName(consentID), tc.given...).
+				When(startWith(svc, startAs(named, other))).ThenError(domain.ErrRefused)
+			var invalid *app.ConsentInvalidError
+			if !errors.As(err, &invalid) || invalid.Reason != consent.ReasonOtherUser {
+				t.Fatalf("err = %v, want CONSENT_INVALID OTHER_USER", err)
+			}
+		})
+	}
+
+	reuse := &app.ConsentChoice{ReuseStored: true}
+	t.Run("given the newest stored consent is another person's, when reusing as B, then the next one for B is used", func(t *testing.T) {
+		sc, svc := consentStartService(t, userConsents{consentUser: {newerConsentID, olderConsentID}})
+		sc.Given(consent.StreamName(newerConsentID), authorizedConsent(newerConsentID)...).
+			Given(consent.StreamName(olderConsentID), consentOfPerson(olderConsentID, other)...).
+			When(startWith(svc, startAs(reuse, other))).
+			Then(withPerson(&collection.UsedConsent{ConsentID: olderConsentID, BankConsentID: bankRef + "-0", Scope: consent.AllScopes()}, other))
+	})
+	t.Run("given only another person's stored consents, when reusing as B, then it is NO_STORED_CONSENT, nothing recorded", func(t *testing.T) {
+		sc, svc := consentStartService(t, userConsents{consentUser: {newerConsentID, olderConsentID}})
+		sc.Given(consent.StreamName(newerConsentID), authorizedConsent(newerConsentID)...).
+			Given(consent.StreamName(olderConsentID), consentOfPerson(olderConsentID, "")...).
+			When(startWith(svc, startAs(reuse, other))).ThenError(app.ErrNoStoredConsent)
 	})
 }
 

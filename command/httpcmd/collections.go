@@ -513,7 +513,14 @@ func validateV2(req startRequestV2, now time.Time) (startInput, []httpapi.FieldE
 				continue
 			}
 			if p.ReuseStoredConsent == nil {
-				errs = append(errs, httpapi.FieldError{Field: prefix + ".reuseStoredConsent", Message: "is required"})
+				if p.ConsentID == nil {
+					errs = append(errs, httpapi.FieldError{Field: prefix + ".reuseStoredConsent", Message: "is required without a consentId"})
+				} else {
+					// {"consentId"} alone names the consent (API.md, Consents): the flag reads
+					// false, and the request hash covers it so, one request in either spelling.
+					reuse := false
+					p.ReuseStoredConsent = &reuse
+				}
 			}
 			choice := &app.ConsentChoice{ReuseStored: p.ReuseStoredConsent != nil && *p.ReuseStoredConsent}
 			if p.ConsentID != nil {

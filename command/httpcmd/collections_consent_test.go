@@ -11,9 +11,9 @@ import (
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/commandtest"
 	"github.com/samla/samla/command/httpcmd"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/httpapi"
@@ -53,7 +53,7 @@ func newConsentStartEnv(t *testing.T, listed listedConsents) *consentStartEnv {
 	sc.Given(user.StreamName(bob), user.Created{UserUUID: bob, ClientID: "acme", CreatedAt: testNow,
 		Personal: &user.CreatedPerson{ExternalID: "bob", RequestHash: "h"}})
 	repo := commandtest.Repository(sc, collection.Kind)
-	svc := app.NewCollectionService(sandbox.Catalog(), repo, commandtest.Repository(sc, user.Kind), sc.Clock()).
+	svc := app.NewCollectionService(companytest.Catalog(), repo, commandtest.Repository(sc, user.Kind), sc.Clock()).
 		WithConsents(commandtest.Repository(sc, consent.Kind), listed)
 	e := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})
 	httpcmd.RegisterRoutes(e, httpcmd.Deps{Collections: svc, FingerprintKey: fingerprintKey, Now: func() time.Time { return testNow }})
@@ -209,6 +209,60 @@ func TestCollectionWithConsent(t *testing.T) {
 		if agg.Consent() != nil {
 			t.Fatalf("consent %+v", agg.Consent())
 		}
+	})
+	t.Run("consentId without reuseStoredConsent names the consent, the flag read as false", func(t *testing.T) {
+		e := newConsentStartEnv(t, nil)
+		e.sc.Given(consent.StreamName(aliceConsent), aliceAuthorized(aliceConsent, alice, "se-demo-bank")...)
+		alone := `{"type":"Psd2AisConsentParameter","consentId":"` + aliceConsent + `"}`
+		first := created(t, e.post(t, req{version: v2, idem: "k-alone", body: bankBody(alice, alone)}))
+		agg, err := e.repo.Load(context.Background(), first["collectionId"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := agg.Consent(); u == nil || u.ConsentID != aliceConsent {
+			t.Fatalf("consent %+v, want %s", u, aliceConsent)
+		}
+		// The same request spelled with the flag false is the same request, not a reused key.
+		w := e.post(t, req{version: v2, idem: "k-alone", body: bankBody(alice, consentParam(aliceConsent))})
+		if again := created(t, w); again["collectionId"] != first["collectionId"] || w.Header().Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry %v, first %v", again, first)
+		}
+	})
+	for _, tc := range []struct{ name, param string }{
+		{"neither consentId nor reuseStoredConsent", `{"type":"Psd2AisConsentParameter"}`},
+		{"a reuseStoredConsent that is no bool", `{"type":"Psd2AisConsentParameter","consentId":"` + aliceConsent + `","reuseStoredConsent":"yes"}`},
+		{"a null reuseStoredConsent without a consentId", `{"type":"Psd2AisConsentParameter","consentId":null,"reuseStoredConsent":null}`},
+	} {
+		t.Run(tc.name+" is 400 at reuseStoredConsent", func(t *testing.T) {
+			e := newConsentStartEnv(t, nil)
+			e.sc.Given(consent.StreamName(aliceConsent), aliceAuthorized(aliceConsent, alice, "se-demo-bank")...)
+			p := problemOf(t, e.post(t, req{version: v2, body: bankBody(alice, tc.param)}), http.StatusBadRequest, httpapi.CodeValidationFailed)
+			if !hasField(p, "parameters[0].reuseStoredConsent") {
+				t.Fatalf("errors = %+v", p.Errors)
+			}
+			e.nothingRecorded(t)
+		})
+	}
+	t.Run("a consent signed for another person than the collection names is 422 CONSENT_INVALID OTHER_USER", func(t *testing.T) {
+		e := newConsentStartEnv(t, listedConsents{alice: {aliceConsent}})
+		e.sc.Given(consent.StreamName(aliceConsent), aliceAuthorized(aliceConsent, alice, "se-demo-bank")...) // for 199001010017
+		for _, person := range []string{
+			`{"type":"SwedishPersonalNumberParameter","personalNumber":"19850709-9805"}`,
+			`{"type":"SwedishEidParameter","personalNumber":"198507099805"}`,
+		} {
+			w := e.post(t, req{version: v2, body: bankBody(alice, person+","+consentParam(aliceConsent))})
+			p := problemOf(t, w, http.StatusUnprocessableEntity, httpcmd.CodeConsentInvalid)
+			if p.Reason != "OTHER_USER" {
+				t.Fatalf("reason %q, want OTHER_USER: %s", p.Reason, w.Body)
+			}
+			// Nor is it picked for reuse.
+			problemOf(t, e.post(t, req{version: v2, body: bankBody(alice, person+","+reuseParam)}),
+				http.StatusUnprocessableEntity, httpcmd.CodeNoStoredConsent)
+		}
+		e.nothingRecorded(t)
+		// The same person, in another spelling, may use it.
+		created(t, e.post(t, req{version: v2, body: bankBody(alice,
+			`{"type":"SwedishPersonalNumberParameter","personalNumber":"900101-0017"},`+consentParam(aliceConsent))}))
 	})
 	t.Run("a retry is answered as it was after the consent was revoked", func(t *testing.T) {
 		e := newConsentStartEnv(t, nil)

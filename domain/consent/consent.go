@@ -305,8 +305,18 @@ func (c *Consent) EffectiveStatus(now time.Time) Status {
 
 // Usable tells whether a collection of clientID for userUUID at company may read PSD2 data under
 // the consent now, and if not, why. Another client's consent, or none, is NOT_AUTHORIZED: a
-// client must never learn that another client's consent exists.
+// client must never learn that another client's consent exists. It does not look at the person:
+// a collection that names one asks UsableFor.
 func (c *Consent) Usable(clientID, userUUID, company string, now time.Time) (Reason, bool) {
+	return c.UsableFor(clientID, userUUID, company, personnummer.Number{}, now)
+}
+
+// UsableFor is Usable for a collection that logs in as person (zero when the collection names
+// nobody, e.g. the user identifies in the EID app; the connector's person check then guards the
+// login). A consent signed for another person is OTHER_USER: the collection would otherwise put
+// one person's PSD2 data next to another's. An erased consent (no personal number) is usable
+// for no collection that names a person.
+func (c *Consent) UsableFor(clientID, userUUID, company string, person personnummer.Number, now time.Time) (Reason, bool) {
 	if !c.Exists() || c.clientID != clientID {
 		return ReasonNotAuthorized, false
 	}
@@ -320,6 +330,10 @@ func (c *Consent) Usable(clientID, userUUID, company string, now time.Time) (Rea
 		return ReasonNotAuthorized, false
 	}
 	if c.userUUID != userUUID {
+		return ReasonOtherUser, false
+	}
+	// Both sides are the canonical 12 digits (personnummer.Number.String, as Create recorded it).
+	if !person.IsZero() && (c.personalNumber == nil || *c.personalNumber != person.String()) {
 		return ReasonOtherUser, false
 	}
 	if c.company != company {

@@ -368,6 +368,56 @@ func TestUsable(t *testing.T) {
 	}
 }
 
+// TestUsableForAPerson: a collection that logs in as a person may use only a consent signed for
+// that person; one that names nobody is decided as before.
+func TestUsableForAPerson(t *testing.T) {
+	live := []domain.Event{created(), started(), authorized()} // signed for 199001010017
+	erasedCreated := created()
+	erasedCreated.Personal = nil
+	parse := func(s string) personnummer.Number {
+		t.Helper()
+		n, err := personnummer.Parse(s, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name   string
+		given  []domain.Event
+		person personnummer.Number
+		want   consent.Reason
+		wantOK bool
+	}{
+		{"given a consent for A, when a collection logs in as A, then it is usable", live, number(t), "", true},
+		{"given a consent for A, when a collection names A in a short spelling, then it is usable", live, parse("900101-0017"), "", true},
+		{"given a consent for A, when a collection logs in as B, then it is OTHER_USER", live, parse("198507099805"),
+			consent.ReasonOtherUser, false},
+		{"given a consent for A, when a collection names nobody, then it is usable", live, personnummer.Number{}, "", true},
+		{"given an erased consent, when a collection names a person, then it is OTHER_USER",
+			[]domain.Event{erasedCreated, started(), authorized()}, number(t), consent.ReasonOtherUser, false},
+		{"given an erased consent, when a collection names nobody, then it is usable",
+			[]domain.Event{erasedCreated, started(), authorized()}, personnummer.Number{}, "", true},
+		{"given a revoked consent for A, when a collection logs in as B, then its status decides first",
+			append(live[:3:3], consent.Revoked{At: t2, Reason: consent.RevokedByClient}), parse("198507099805"),
+			consent.ReasonRevoked, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := rehydrate(t, tc.given...)
+			if got, ok := c.UsableFor("acme", userID, bank, tc.person, t2); got != tc.want || ok != tc.wantOK {
+				t.Fatalf("UsableFor = %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+	t.Run("given another client's consent, when a collection logs in as another person, then it is NOT_AUTHORIZED", func(t *testing.T) {
+		// A client never learns that another client's consent exists, nor whose it is.
+		c := rehydrate(t, live...)
+		if got, ok := c.UsableFor("globex", userID, bank, parse("198507099805"), t2); got != consent.ReasonNotAuthorized || ok {
+			t.Fatalf("UsableFor = %q, %v; want NOT_AUTHORIZED", got, ok)
+		}
+	})
+}
+
 func TestScope(t *testing.T) {
 	all, err := consent.NormalizeScope(nil)
 	if err != nil || len(all) != 3 || all[0] != consent.ScopeCheckingAccounts || all[1] != consent.ScopeCreditCards ||
