@@ -99,11 +99,13 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 		}
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key,
 			Users:           userService,
-			CollectionUsers: collectionUsers{status: collectionstatus.NewReader(s.models.Status, s.keys)},
+			CollectionUsers: collectionstatus.NewReader(s.models.Status, s.keys),
 			// A DELETE answers once the users read model, which the session check asks, shows
 			// the deletion; one that a projection of this very process does not show in time is
-			// a fault.
-			UserDeletions: &httpcmd.DeletionWatch{Users: readModelDeletions{model: sessions.users.model}, Local: s.roles.Project},
+			// a fault. The read model alone: the event store says "not live" the moment the user
+			// is deleted, but a read model that then applied the user's creation before its
+			// deletion would let its tokens work again for a moment after the 204.
+			UserDeletions: &httpcmd.DeletionWatch{Users: sessions.model, Local: s.roles.Project},
 			Consents:      s.commandConsents()})
 		// A session is issued for a user the event store knows to be live: a user can have one
 		// the moment POST /users answered, before the users read model shows it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -158,8 +159,34 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("--%s %q must be host:port", l.flag, l.addr))
 		}
 	}
+	if c.KafkaBrokers != "" && len(c.Brokers()) == 0 {
+		// Silently running the embedded broker instead of the cluster someone meant to name
+		// would split the deployment in two.
+		errs = append(errs, fmt.Errorf("--kafka-brokers %q names no broker; leave it empty for the embedded broker", c.KafkaBrokers))
+	}
+	if c.CompaniesURL != "" {
+		if err := checkCompaniesURL(c.CompaniesURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
+}
+
+// checkCompaniesURL refuses a --companies-url the connector could not call: the company paths
+// are appended to it, so it must be an absolute http(s) URL with a host and neither a query nor
+// a fragment.
+func checkCompaniesURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--companies-url %q is not a URL: %w", raw, err)
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.Hostname() == "":
+		return fmt.Errorf("--companies-url %q must be an http:// or https:// URL with a host", raw)
+	case strings.ContainsAny(raw, "?#"):
+		return fmt.Errorf("--companies-url %q must have neither a query nor a fragment", raw)
 	}
 	return nil
 }

@@ -82,3 +82,64 @@ func TestConsentValidity(t *testing.T) {
 		}
 	}
 }
+
+// A companies URL the connector could not call, and a broker list that names no broker, stop the
+// start; before, the first started a connector that failed every call, and the second ran the
+// embedded broker instead of the cluster.
+func TestMalformedCompaniesURLAndBrokers(t *testing.T) {
+	for _, tc := range []struct {
+		env map[string]string
+		err string // "" for valid
+	}{
+		{env: map[string]string{}},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "http://127.0.0.1:8081"}},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "https://sandbox.example/samla/"}},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "HTTP://sandbox.example"}},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": ":::"}, err: `--companies-url ":::" is not a URL`},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "sandbox.example:8081"}, err: "must be an http:// or https:// URL with a host"},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "ftp://sandbox.example"}, err: "must be an http:// or https:// URL with a host"},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "http:///samla"}, err: "must be an http:// or https:// URL with a host"},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "http://:8081"}, err: "must be an http:// or https:// URL with a host"},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "/sandbox"}, err: "must be an http:// or https:// URL with a host"},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "http://sandbox.example/?x=1"}, err: "neither a query nor a fragment"},
+		{env: map[string]string{"SAMLA_COMPANIES_URL": "http://sandbox.example/#top"}, err: "neither a query nor a fragment"},
+		{env: map[string]string{"SAMLA_KAFKA_BROKERS": "kafka-1:9092, kafka-2:9092"}},
+		{env: map[string]string{"SAMLA_KAFKA_BROKERS": ","}, err: `--kafka-brokers "," names no broker`},
+		{env: map[string]string{"SAMLA_KAFKA_BROKERS": " , "}, err: "names no broker"},
+		{env: map[string]string{"SAMLA_KAFKA_BROKERS": "  "}, err: "names no broker"},
+	} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		c := bindConfigFrom(fs, config.NewEnvFrom(tc.env))
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		err := c.validate()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%v: err = %v, want %q", tc.env, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		}
+	}
+}
+
+// The audit's two cases, through `samla run`: neither starts, and nothing is opened.
+func TestMalformedCompaniesURLOrBrokersStopTheStart(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"SAMLA_COMPANIES_URL", ":::", `--companies-url ":::"`},
+		{"SAMLA_KAFKA_BROKERS", ",", `--kafka-brokers ","`},
+	} {
+		dir := t.TempDir()
+		t.Setenv("SAMLA_DATA_DIR", dir)
+		t.Setenv(tc.name, tc.value)
+		var out, errOut bytes.Buffer
+		root := newRoot(&out, &errOut)
+		root.SetArgs([]string{"run", "--sandbox=false", "--http-addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0"})
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("run with %s=%q: err = %v, want %s named", tc.name, tc.value, err, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 || strings.Contains(out.String(), "Samla is running") {
+			t.Fatalf("%s=%q: the service started or touched the data dir: %v %s", tc.name, tc.value, entries, out.String())
+		}
+	}
+}

@@ -4,17 +4,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/samla/samla/command/app"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/sessiontoken"
 	"github.com/samla/samla/projections/users"
-	"github.com/samla/samla/query"
 )
 
 // SessionKeyFile is where generated session signing keys are kept, inside the data dir.
@@ -66,8 +65,10 @@ func (s *Service) sessionTokens() (*sessiontoken.Tokens, error) {
 type sessionAuth struct {
 	tokens *sessiontoken.Tokens
 	// users tells whether a token's user is live: the users read model, read on every request
-	// (and the event store for a user it does not know yet, on the command role).
-	users sessionLiveness
+	// (and the event store for a user it has not seen yet, on the command role).
+	users httpapi.SessionUsers
+	// model is the users read model alone, which DELETE /users/{userUuid} waits on.
+	model users.Reader
 }
 
 func (s *Service) sessionAuth() (sessionAuth, error) {
@@ -80,30 +81,18 @@ func (s *Service) sessionAuth() (sessionAuth, error) {
 	if err != nil {
 		return sessionAuth{}, err
 	}
-	live := sessionLiveness{model: users.NewReader(s.models.Users, s.keys, key)}
+	model := users.NewReader(s.models.Users, s.keys, key)
+	auth := sessionAuth{tokens: tokens, users: model, model: model}
 	if s.roles.Command {
-		if live.store, err = s.commandUsers(); err != nil {
+		// A user created a moment ago, which the read model has not seen yet, is asked of the
+		// event store, so that a session issued right after POST /users works at once.
+		svc, err := s.commandUsers()
+		if err != nil {
 			return sessionAuth{}, err
 		}
+		auth.users = app.SessionLiveness{ReadModel: model, Users: svc}
 	}
-	return sessionAuth{tokens: tokens, users: live}, nil
-}
-
-// collectionUsers tells the command side whose a collection is, from the status read model
-// (httpcmd.CollectionUsers).
-type collectionUsers struct{ status query.StatusReader }
-
-func (c collectionUsers) CollectionUser(ctx context.Context, tenant, collectionID string) (string, bool, error) {
-	view, err := c.status.Get(ctx, tenant, collectionID)
-	switch {
-	case errors.Is(err, query.ErrNotFound):
-		return "", false, nil
-	case err != nil:
-		return "", false, fmt.Errorf("whose is collection %s: %w", collectionID, err)
-	case view.Tenant != "" && view.Tenant != tenant:
-		return "", false, nil // a reader that forgot the tenant must not leak another client's
-	}
-	return view.UserUUID, true, nil
+	return auth, nil
 }
 
 func sessionsCommand(stdout, stderr io.Writer) *cobra.Command {

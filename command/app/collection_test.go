@@ -14,10 +14,10 @@ import (
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/company"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/personnummer"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
@@ -43,13 +43,13 @@ func newFixture(t *testing.T) *fixture {
 	repo := repository.New(store, reg, collection.Kind, repository.WithClock(func() time.Time { return testNow }))
 	users := repository.New(store, reg, user.Kind)
 	return &fixture{store: store, reg: reg, repo: repo, users: users,
-		svc: app.NewCollectionService(sandbox.Catalog(), repo, users, func() time.Time { return testNow })}
+		svc: app.NewCollectionService(companytest.Catalog(), repo, users, func() time.Time { return testNow })}
 }
 
 // serviceOn builds the service of f on another view of f's store.
 func (f *fixture) serviceOn(store repository.Store, now func() time.Time) *app.CollectionService {
 	repo := repository.New(store, f.reg, collection.Kind, repository.WithClock(now))
-	return app.NewCollectionService(sandbox.Catalog(), repo, repository.New(store, f.reg, user.Kind), now)
+	return app.NewCollectionService(companytest.Catalog(), repo, repository.New(store, f.reg, user.Kind), now)
 }
 
 // personalNumber parses a test persona's number, which is valid.

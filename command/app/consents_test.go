@@ -10,9 +10,9 @@ import (
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/commandtest"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/keystore"
@@ -36,7 +36,7 @@ func acmeUser(id string) user.Created {
 
 func consentScenario(t *testing.T) (*commandtest.Scenario, *app.ConsentService) {
 	sc := commandtest.New(t, testNow)
-	return sc, app.NewConsentService(sandbox.Catalog(), commandtest.Repository(sc, consent.Kind),
+	return sc, app.NewConsentService(companytest.Catalog(), commandtest.Repository(sc, consent.Kind),
 		commandtest.Repository(sc, user.Kind), sc.Clock())
 }
 

@@ -229,6 +229,69 @@ func TestIsLiveUserReadsTheEventStore(t *testing.T) {
 	}
 }
 
+// readModelUsers is the users read model as SessionLiveness sees it: each known (client, user) is
+// "live" or "deleted"; it counts its reads.
+type readModelUsers struct {
+	known map[[2]string]string
+	err   error
+	reads int
+}
+
+func (m *readModelUsers) state(clientID, userUUID string) (string, error) {
+	m.reads++
+	return m.known[[2]string{clientID, userUUID}], m.err
+}
+
+func (m *readModelUsers) IsLiveUser(_ context.Context, clientID, userUUID string) (bool, error) {
+	s, err := m.state(clientID, userUUID)
+	return s == "live", err
+}
+
+func (m *readModelUsers) IsDeletedUser(_ context.Context, clientID, userUUID string) (bool, error) {
+	s, err := m.state(clientID, userUUID)
+	return s == "deleted", err
+}
+
+// TestSessionLivenessAsksTheEventStoreOnlyAboutUsersTheReadModelHasNotSeen: what the read model
+// shows wins, a deletion included (a user the event store still has live is not live once the
+// read model shows it deleted); a user it has not seen is asked of the event store.
+func TestSessionLivenessAsksTheEventStoreOnlyAboutUsersTheReadModelHasNotSeen(t *testing.T) {
+	sc, svc := userScenario(t)
+	const (
+		storeDeleted = "0190f4a2-4444-7b3a-9a51-2f1e3d4c5b6a"
+		storeUnknown = "0190f4a2-5555-7b3a-9a51-2f1e3d4c5b6a"
+		modelOnly    = "0190f4a2-6666-7b3a-9a51-2f1e3d4c5b6a"
+	)
+	sc.Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0")).
+		Given(user.StreamName(storeDeleted), userCreated(storeDeleted, "customer-43", "hash-0"), user.Deleted{DeletedAt: created})
+	for _, tc := range []struct {
+		name  string
+		model string // what the read model shows of (acme, id): "", "live" or "deleted"
+		id    string
+		live  bool
+		reads int
+	}{
+		{"live in the read model", "live", modelOnly, true, 1},
+		{"deleted in the read model, live in the event store", "deleted", otherUser, false, 2},
+		{"not seen by the read model, live in the event store", "", otherUser, true, 2},
+		{"not seen by the read model, deleted in the event store", "", storeDeleted, false, 2},
+		{"unknown to both", "", storeUnknown, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := &readModelUsers{known: map[[2]string]string{{"acme", tc.id}: tc.model}}
+			live, err := app.SessionLiveness{ReadModel: model, Users: svc}.IsLiveUser(context.Background(), "acme", tc.id)
+			if err != nil || live != tc.live || model.reads != tc.reads {
+				t.Fatalf("IsLiveUser = %v, %v after %d reads of the read model; want %v after %d", live, err, model.reads, tc.live, tc.reads)
+			}
+		})
+	}
+	// A fault of the read model is an error, never an answer of the event store.
+	failing := &readModelUsers{err: errors.New("read model down")}
+	if live, err := (app.SessionLiveness{ReadModel: failing, Users: svc}).IsLiveUser(context.Background(), "acme", otherUser); err == nil || live {
+		t.Fatalf("IsLiveUser with a failing read model = %v, %v", live, err)
+	}
+}
+
 // TestSupplyInfoForADeletedUsersCollection: a collection whose user was deleted takes no more
 // input (USER_DELETED, nothing recorded); a retry of input it took is answered as it was; a
 // collection of a live user, or of a userUuid that names no user (started before users

@@ -10,9 +10,9 @@ import (
 	"github.com/samla/samla/command/commandtest"
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/eventstore/memstore"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
@@ -22,7 +22,7 @@ import (
 
 func scenarioService(t *testing.T) (*commandtest.Scenario, *app.CollectionService) {
 	sc := commandtest.New(t, testNow)
-	return sc, app.NewCollectionService(sandbox.Catalog(), commandtest.Repository(sc, collection.Kind),
+	return sc, app.NewCollectionService(companytest.Catalog(), commandtest.Repository(sc, collection.Kind),
 		commandtest.Repository(sc, user.Kind), sc.Clock())
 }
 

@@ -187,6 +187,40 @@ func (s *UserService) IsLiveUser(ctx context.Context, clientID, userUUID string)
 	return u.Live(clientID), nil
 }
 
+// ReadModelUsers is what the users read model shows of a client's user (projections/users'
+// Reader satisfies it): live, deleted, or neither while it has not seen the user.
+type ReadModelUsers interface {
+	IsLiveUser(ctx context.Context, clientID, userUUID string) (bool, error)
+	IsDeletedUser(ctx context.Context, clientID, userUUID string) (bool, error)
+}
+
+// SessionLiveness is the liveness check of users' sessions (httpapi.SessionUsers) where the
+// event store is at hand (the command role). The users read model answers for every user it
+// shows, live or deleted; a user it has not seen yet, created a moment ago, is asked of the event
+// store, so that a session issued right after POST /users works at once. Without the event store
+// the read model alone is the check. A live user costs one read of the read model; any other,
+// two.
+type SessionLiveness struct {
+	ReadModel ReadModelUsers
+	Users     *UserService
+}
+
+// IsLiveUser implements httpapi.SessionUsers.
+func (l SessionLiveness) IsLiveUser(ctx context.Context, clientID, userUUID string) (bool, error) {
+	if live, err := l.ReadModel.IsLiveUser(ctx, clientID, userUUID); err != nil || live {
+		return live, err
+	}
+	deleted, err := l.ReadModel.IsDeletedUser(ctx, clientID, userUUID)
+	if err != nil || deleted {
+		return false, err
+	}
+	live, err := l.Users.IsLiveUser(ctx, clientID, userUUID)
+	if err != nil {
+		return false, fmt.Errorf("session liveness: %w", err)
+	}
+	return live, nil
+}
+
 // Create creates a user, or, for a retry of an earlier request with the same Idempotency-Key and
 // content, returns that request's outcome. An externalId that another live user of the client
 // holds is user.ErrExternalIDTaken (also when two requests race for it: the reservation's

@@ -16,8 +16,8 @@ import (
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/httpapi"
@@ -54,7 +54,7 @@ func newEnvWithKey(t *testing.T, mutate func(*httpapi.Options), starter httpcmd.
 	store := memstore.New()
 	repo := repository.New(store, reg, collection.Kind, repository.WithClock(func() time.Time { return testNow }))
 	if starter == nil {
-		starter = app.NewCollectionService(sandbox.Catalog(), repo, repository.New(store, reg, user.Kind), func() time.Time { return testNow })
+		starter = app.NewCollectionService(companytest.Catalog(), repo, repository.New(store, reg, user.Kind), func() time.Time { return testNow })
 	}
 	opts := httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}}
 	if mutate != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
@@ -45,7 +45,7 @@ func newConsentEnv(t *testing.T) *consentEnv {
 		fingerprintKey, app.Erasure{Keys: keystore.NewMemory(), Collections: noCollections{},
 			Ends:     repository.New(store, reg, collection.Kind, repository.WithClock(clock)),
 			Consents: noConsents{}, Revokes: repository.New(store, reg, consent.Kind, repository.WithClock(clock))}, clock)
-	consents := app.NewConsentService(sandbox.Catalog(), repository.New(store, reg, consent.Kind, repository.WithClock(clock)), users, clock)
+	consents := app.NewConsentService(companytest.Catalog(), repository.New(store, reg, consent.Kind, repository.WithClock(clock)), users, clock)
 	keys, err := sessiontoken.GenerateKeySet()
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,8 @@ import (
 	"github.com/samla/samla/command/eventstore/memstore"
 	"github.com/samla/samla/command/httpcmd"
 	"github.com/samla/samla/command/repository"
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
@@ -50,7 +50,7 @@ func newUsersEngine(t *testing.T, adjust ...func(*httpcmd.Deps)) (*gin.Engine, *
 	store := memstore.New()
 	clock := func() time.Time { return testNow }
 	users := repository.New(store, reg, user.Kind, repository.WithClock(clock))
-	collections := app.NewCollectionService(sandbox.Catalog(), repository.New(store, reg, collection.Kind, repository.WithClock(clock)),
+	collections := app.NewCollectionService(companytest.Catalog(), repository.New(store, reg, collection.Kind, repository.WithClock(clock)),
 		users, clock)
 	userService := app.NewUserService(users, repository.New(store, reg, user.ReservationKind, repository.WithClock(clock)),
 		fingerprintKey, app.Erasure{Keys: keystore.NewMemory(), Collections: noCollections{},

@@ -149,7 +149,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := retryBackoff.Delay(attempt)
+		wait := retry.Default.Delay(attempt)
 		r.log.Error("event store subscription ended, resubscribing", "after", acked, "retry_in", wait, "error", err)
 		if err := retry.Sleep(ctx, wait); err != nil {
 			return err
@@ -335,11 +335,6 @@ func errOrEnded(err error) error {
 	return err
 }
 
-// retryBackoff is the relay's schedule for resubscribing to the event store and for publishing
-// to Kafka (50 ms doubling up to 5 s): a single caller's retry against its own infrastructure,
-// so without jitter (see retry.Backoff).
-var retryBackoff = retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
-
 // retry runs op until it succeeds, with capped exponential backoff, and gives up only when
 // ctx ends. Publishing retries the whole batch: a failed write may have stored part of it, and
 // writing it all again only duplicates, in order, what consumers already ignore.
@@ -352,7 +347,7 @@ func (r *Relay) retry(ctx context.Context, what string, op func() error, logArgs
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := retryBackoff.Delay(attempt)
+		wait := retry.Default.Delay(attempt)
 		r.log.Error(what+" failed, retrying", append(logArgs, "attempt", attempt, "retry_in", wait, "error", err)...)
 		if err := retry.Sleep(ctx, wait); err != nil {
 			return err

@@ -60,11 +60,6 @@ const (
 	commitTimeout  = 5 * time.Second
 )
 
-// retryBackoff is the consumer's schedule for fetches, its handler and commits (50 ms doubling
-// up to 5 s). It is a single caller's retry against its own infrastructure, so it has no
-// jitter (see retry.Backoff).
-var retryBackoff = retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
-
 // Consume reads the topics as a member of the consumer group and hands decoded envelopes to
 // handle in batches. A batch's offsets are committed only after handle returned nil; when
 // handle fails the same batch is retried with capped exponential backoff, never committed
@@ -194,7 +189,7 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 			// line and a pause, not giving up the group.
 			fetchErrs++
 			c.logger.Warn("kafka fetch failed", "error", err)
-			if err := retry.Sleep(ctx, retryBackoff.Delay(fetchErrs)); err != nil {
+			if err := retry.Sleep(ctx, retry.Default.Delay(fetchErrs)); err != nil {
 				return nil, err
 			}
 			continue
@@ -233,7 +228,7 @@ func (c *consumer) handleWithRetry(ctx context.Context, events []eventschema.Env
 		if ctx.Err() != nil {
 			return attempt, ctx.Err()
 		}
-		wait := retryBackoff.Delay(attempt)
+		wait := retry.Default.Delay(attempt)
 		c.logger.Error("handling batch failed, retrying the same batch", "events", len(events),
 			"attempt", attempt, "retry_in", wait, "error", err)
 		if err := retry.Sleep(ctx, wait); err != nil {
@@ -259,7 +254,7 @@ func (c *consumer) commit(ctx context.Context, msgs []kafkago.Message) bool {
 			return false
 		}
 		c.logger.Warn("committing offsets failed", "messages", len(msgs), "attempt", attempt, "error", err)
-		if retry.Sleep(ctx, retryBackoff.Delay(attempt)) != nil {
+		if retry.Sleep(ctx, retry.Default.Delay(attempt)) != nil {
 			return false
 		}
 	}

@@ -29,6 +29,13 @@ type Metrics struct {
 	// BankConsentRevocations counts the withdrawals of consents at the banks, by company and
 	// outcome (ok, failed: given up after the retries).
 	BankConsentRevocations *prometheus.CounterVec // company, outcome
+	// CancellationStatuses counts the insurance cancellations that reached each status (the
+	// cancellations projection counts each status change once, as it folds it), by company and
+	// status.
+	CancellationStatuses *prometheus.CounterVec // company, status
+	// CancellationSignature is the time from a cancellation's signing link to the holder's
+	// signature, observed once per cancellation.
+	CancellationSignature *prometheus.HistogramVec // company
 }
 
 // New registers every collector on reg.
@@ -90,9 +97,21 @@ func New(reg prometheus.Registerer) *Metrics {
 			// A person signs in seconds to a minute; the order times out after SAMLA_EID_ORDER_TIMEOUT.
 			Buckets: []float64{1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300},
 		}, []string{"company"}),
+		CancellationStatuses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_cancellation_status_changes_total",
+			Help: "Insurance cancellations that reached a status, by company and status.",
+		}, []string{"company", "status"}),
+		CancellationSignature: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "samla_cancellation_signature_duration_seconds",
+			Help: "Time from a cancellation's signing link to the holder's signature.",
+			// A holder signs within minutes to days; unsigned, the cancellation times out after
+			// SAMLA_SIGNING_TIMEOUT (30 days by default).
+			Buckets: []float64{30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400, 14 * 86400, 30 * 86400},
+		}, []string{"company"}),
 	}
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
-		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization)
+		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
+		m.CancellationStatuses, m.CancellationSignature)
 	return m
 }

@@ -25,6 +25,15 @@ type Backoff struct {
 	Jitter bool
 }
 
+// Default is the schedule of a single caller retrying against the project's own infrastructure:
+// the relay resubscribing to the event store and publishing to Kafka, the Kafka consumer's
+// fetches, handler and commits, the EventStoreDB adapter resubscribing. The first retry after
+// 50 ms costs a transient fault (a dropped connection, a leader moving) almost no latency; the
+// 5 s cap, reached after seven doublings, keeps a long outage to a dozen attempts (and log
+// lines) a minute per caller while still noticing the recovery within seconds. No jitter: a
+// single caller has nobody to fall into lockstep with (see Backoff).
+var Default = Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
+
 // maxDoublings bounds the shift of Base, so that no attempt number overflows the delay.
 const maxDoublings = 30
 

@@ -11,9 +11,10 @@ import (
 )
 
 // Reader serves the read model to its consumers through the ports they declare: the status
-// endpoint's query.StatusReader, and the connectors' list of collections still running (the
-// worker's ActiveCollections, satisfied by ListNonFinal's shape; the worker is not imported, as
-// an adapter depends on the ports it serves and never on their consumers' code).
+// endpoint's query.StatusReader, the command side's httpcmd.CollectionUsers (satisfied by
+// CollectionUser's shape), and the connectors' list of collections still running (the worker's
+// ActiveCollections, satisfied by ListNonFinal's shape). Neither the command side nor the worker
+// is imported, as an adapter depends on the ports it serves and never on their consumers' code.
 type Reader struct {
 	store Store
 	keys  eventschema.Keys
@@ -47,6 +48,24 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 			RequestID: in.RequestID, Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body})
 	}
 	return view, nil
+}
+
+// CollectionUser tells whose the tenant's collection is: the user it was started for, "" for
+// none; found is false for a collection the tenant cannot see. It is the port the command side's
+// session check of supplement-info declares (httpcmd.CollectionUsers, restated in statustest:
+// a projection does not import the command side). It reads the row on every call and opens
+// nothing.
+func (r Reader) CollectionUser(ctx context.Context, tenant, collectionID string) (userUUID string, found bool, err error) {
+	row, err := r.store.Get(ctx, tenant, collectionID)
+	switch {
+	case errors.Is(err, readdb.ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("whose is collection %s: %w", collectionID, err)
+	case row.Tenant != tenant:
+		return "", false, nil // a store that forgot the tenant must not leak another client's
+	}
+	return row.UserUUID, true, nil
 }
 
 // ListNonFinal returns the ids of up to limit collections (limit <= 0: all) that have not

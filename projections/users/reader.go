@@ -14,7 +14,9 @@ import (
 )
 
 // Reader serves the read model to its consumers through the ports they declare: the user
-// endpoints' query.UserReader, and the liveness check of users' sessions, httpapi.SessionUsers.
+// endpoints' query.UserReader, the liveness check of users' sessions (httpapi.SessionUsers, and
+// app.SessionLiveness, which asks the event store about a user the read model has not seen),
+// and what DELETE /users/{userUuid} waits on (httpcmd.DeletedUsers).
 type Reader struct {
 	store  Store
 	keys   eventschema.Keys
@@ -103,6 +105,15 @@ var errNoHolder = errors.New("no user in the sealed holder")
 func (r Reader) IsLiveUser(ctx context.Context, tenant, userUUID string) (bool, error) {
 	l, err := r.Liveness(ctx, tenant, userUUID)
 	return l == Live, err
+}
+
+// IsDeletedUser tells whether the read model shows the tenant's user deleted: the port that
+// DELETE /users/{userUuid} waits on (httpcmd.DeletedUsers, restated in userstest: a projection
+// does not import the command side). A user it has not seen is not deleted. It reads the row on
+// every call and opens nothing.
+func (r Reader) IsDeletedUser(ctx context.Context, tenant, userUUID string) (bool, error) {
+	l, err := r.Liveness(ctx, tenant, userUUID)
+	return l == Deleted, err
 }
 
 // Liveness is what the read model knows of a user's life.

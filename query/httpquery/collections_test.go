@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
@@ -55,7 +55,7 @@ func newEnv(t *testing.T) *env {
 		})
 	}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: sandbox.Catalog()})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: e.history, Companies: companytest.Catalog()})
 	e.engine = eng
 	return e
 }
@@ -211,7 +211,7 @@ func TestStatusPollComputesTheQRData(t *testing.T) {
 		EIDOrder: &query.EIDOrderView{QRStartToken: token, AutoStartToken: "auto-1", StartedAt: started},
 	}}}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: sandbox.Catalog(),
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: status, History: &fakeHistory{}, Companies: companytest.Catalog(),
 		Now: func() time.Time { return now }})
 	e := &env{engine: eng}
 

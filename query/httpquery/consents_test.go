@@ -14,7 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/sandbox"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
@@ -143,7 +143,7 @@ func newConsentsEnv(t *testing.T) *consentsEnv {
 	}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"},
 		RateLimit: httpapi.RateLimit{Disabled: true}, Sessions: tokens, SessionUsers: allLive{}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: sandbox.Catalog(),
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: companytest.Catalog(),
 		Users: e.users, UserCollections: &fakeUserCollections{}, Consents: e.consents, UserConsents: e.consents,
 		Now: func() time.Time { return e.now }})
 	e.engine = eng

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/sandbox"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
 	"github.com/samla/samla/query"
@@ -135,7 +135,7 @@ func newDataEnv(t *testing.T) *dataEnv {
 		RateLimit: httpapi.RateLimit{Disabled: true},
 	})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: &fakeHistory{},
-		Companies: sandbox.Catalog(), Data: e.data})
+		Companies: companytest.Catalog(), Data: e.data})
 	e.engine = eng
 	return e
 }
@@ -392,7 +392,7 @@ func TestDataReaderFaultsAre500(t *testing.T) {
 
 func TestDataRoutesNeedTheReader(t *testing.T) {
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{dataAcmeKey: "acme"}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: sandbox.Catalog()})
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: companytest.Catalog()})
 	w := httpapitest.Get(eng, "/collections/"+insID+"/insurance/data", dataAcmeKey, "")
 	if w.Code != http.StatusNotFound {
 		t.Fatalf("without Deps.Data the data routes answered %d", w.Code)

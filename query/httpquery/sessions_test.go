@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/samla/samla/connectors/sandbox"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
 	"github.com/samla/samla/platform/sessiontoken"
@@ -50,7 +50,7 @@ func newSessionDataEnv(t *testing.T) (*dataEnv, string) {
 		Sessions:  tokens, SessionUsers: allLive{},
 	})
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: &fakeHistory{},
-		Companies: sandbox.Catalog(), Data: e.data})
+		Companies: companytest.Catalog(), Data: e.data})
 	e.engine = eng
 	issued, err := tokens.Issue("acme", aliceUUID)
 	if err != nil {

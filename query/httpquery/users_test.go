@@ -14,7 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/samla/samla/connectors/sandbox"
+	"github.com/samla/samla/domain/company/companytest"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/httpapi/httpapitest"
 	"github.com/samla/samla/platform/sessiontoken"
@@ -145,7 +145,7 @@ func newUsersEnv(t *testing.T) *usersEnv {
 	}
 	eng := httpapi.NewEngine(httpapi.Options{Keys: httpapitest.Keys{acmeKey: "acme", globexKey: "globex"},
 		RateLimit: httpapi.RateLimit{Disabled: true}, Sessions: tokens, SessionUsers: allLive{}})
-	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: sandbox.Catalog(),
+	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: companytest.Catalog(),
 		Users: e.users, UserCollections: e.collections})
 	e.engine = eng
 	issued, err := tokens.Issue("acme", liveUser)

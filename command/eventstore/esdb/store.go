@@ -42,9 +42,6 @@ const (
 	unlimited = uint64(math.MaxInt64)
 )
 
-// resubscribeBackoff is the wait between resubscriptions while the server stays unreachable.
-var resubscribeBackoff = retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
-
 // Store is an eventstore.Store on EventStoreDB. It is safe for concurrent use.
 type Store struct {
 	client *esdbconn.Client
@@ -464,7 +461,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(cont
 		if progressed {
 			attempt = 1 // the failure is a fresh one
 		}
-		if err := retry.Sleep(ctx, resubscribeBackoff.Delay(attempt)); err != nil {
+		if err := retry.Sleep(ctx, retry.Default.Delay(attempt)); err != nil {
 			return err
 		}
 	}

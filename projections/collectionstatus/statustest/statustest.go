@@ -53,6 +53,7 @@ func Run(t *testing.T, open Open) {
 		{"ReaderErasedSubjectAndLostKey", testReaderErasedAndLost},
 		{"ReaderGetThroughItsPort", testReaderGet},
 		{"ReaderListNonFinal", testReaderListNonFinal},
+		{"ReaderCollectionUser", testReaderCollectionUser},
 		{"ListByUser", testListByUser},
 		{"ListByUserPages", testListByUserPages},
 		{"ProjectorListByUser", testProjectorListByUser},
@@ -857,5 +858,39 @@ func testReaderListNonFinal(t *testing.T, s collectionstatus.Store) {
 	}
 	if got, err := active.ListNonFinal(ctx(t), 0); err != nil || len(got) != 0 {
 		t.Fatalf("ListNonFinal of an empty read model = %v, %v", got, err)
+	}
+}
+
+// collectionUsers is the command side's port (command/httpcmd.CollectionUsers), restated here as
+// httpcmd declares it: the reader must satisfy it by its shape alone.
+type collectionUsers interface {
+	CollectionUser(ctx context.Context, tenant, collectionID string) (userUUID string, found bool, err error)
+}
+
+// testReaderCollectionUser tells whose a collection is: its user, "" for a collection made for
+// no user, not found for an unknown collection or another tenant's. It opens nothing, so a key
+// store without the row's key (an erased user's collection) still answers.
+func testReaderCollectionUser(t *testing.T, s collectionstatus.Store) {
+	sealedRow := withDetails(userRow("c-user", "acme", listedUser, 1, 3))
+	sealedRow.Personal = sealed(sealedRow, collection.StatusPersonal{QRStartSecret: "qr"})
+	upsert(t, s, sealedRow, userRow("c-no-user", "acme", "", 2, 0), userRow("c-other", "other", otherUser, 3, 0))
+	for _, keys := range []eventschema.Keys{suiteKeys, keystore.NewMemory()} {
+		var users collectionUsers = collectionstatus.NewReader(s, keys)
+		for _, tc := range []struct {
+			tenant, id, user string
+			found            bool
+		}{
+			{"acme", "c-user", listedUser, true},
+			{"acme", "c-no-user", "", true},
+			{"acme", "c-other", "", false},
+			{"other", "c-user", "", false},
+			{"acme", "c-unknown", "", false},
+			{"", "c-user", "", false},
+		} {
+			user, found, err := users.CollectionUser(ctx(t), tc.tenant, tc.id)
+			if err != nil || user != tc.user || found != tc.found {
+				t.Fatalf("CollectionUser(%s, %s) = %q, %v, %v; want %q, %v", tc.tenant, tc.id, user, found, err, tc.user, tc.found)
+			}
+		}
 	}
 }

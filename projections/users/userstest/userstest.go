@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorReservationOfVersion1", testProjectorReservationV1},
 		{"ProjectorAfterTheErasure", testProjectorErased},
 		{"ReaderThroughItsPort", testReader},
+		{"ReaderIsDeletedUser", testReaderDeleted},
 		{"ReaderFindsOnlyTheExternalIDAskedFor", testReaderMismatch},
 		{"ReaderFindsOnlyALiveHolder", testReaderHolders},
 		{"ReaderErasedAndLostKeys", testReaderKeys},
@@ -447,6 +448,39 @@ func testReader(t *testing.T, s users.Store) {
 	}
 	if live("acme", u1) || liveness("acme", u1) != users.Deleted {
 		t.Fatal("a deleted user is live")
+	}
+}
+
+// deletedUsers is the port DELETE /users/{userUuid} waits on (command/httpcmd.DeletedUsers),
+// restated here as httpcmd declares it: the reader must satisfy it by its shape alone.
+type deletedUsers interface {
+	IsDeletedUser(ctx context.Context, clientID, userUUID string) (bool, error)
+}
+
+// testReaderDeleted: only a user the read model shows deleted is deleted; a live one, one it has
+// not seen (yet) and another tenant's are not. It opens nothing, so it answers without the keys.
+func testReaderDeleted(t *testing.T, s users.Store) {
+	f := newFixture(t, s)
+	var deleted deletedUsers = users.NewReader(s, keystore.NewMemory(), secret)
+	is := func(tenant, id string) bool {
+		t.Helper()
+		ok, err := deleted.IsDeletedUser(ctx(t), tenant, id)
+		if err != nil {
+			t.Fatalf("IsDeletedUser(%s, %s): %v", tenant, id, err)
+		}
+		return ok
+	}
+	if is("acme", u1) {
+		t.Fatal("a user the read model has not seen is deleted")
+	}
+	f.handle(t, f.log.create(u1, "acme", "customer-42", base)...)
+	f.handle(t, f.log.create(u2, "acme", "customer-43", base)...)
+	if is("acme", u1) || is("acme", u2) {
+		t.Fatal("a live user is deleted")
+	}
+	f.handle(t, f.log.delete(u1, "acme", "customer-42", base.Add(time.Hour))...)
+	if !is("acme", u1) || is("acme", u2) || is("globex", u1) {
+		t.Fatal("after the delete: want only acme's deleted user deleted")
 	}
 }
 
