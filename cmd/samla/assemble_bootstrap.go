@@ -5,7 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/samla/samla/command/clients"
@@ -66,4 +68,64 @@ func CreateClient(ctx context.Context, cfg *Config, logger *slog.Logger, id, nam
 	}
 	logger.Info("client created", "client", id)
 	return key, nil
+}
+
+// ConfigureClientSigning records a client's signing configuration: the template file's text
+// and the provider key file's key (sealed under the client's subject in the key store beside
+// the event store). It returns the template version recorded.
+func ConfigureClientSigning(ctx context.Context, cfg *Config, logger *slog.Logger, id, keyFile, templateFile, place string) (int, error) {
+	key, err := readBounded(keyFile, 4<<10)
+	if err != nil {
+		return 0, fmt.Errorf("read the provider key: %w", err)
+	}
+	template, err := readBounded(templateFile, clients.MaxTemplateFileBytes)
+	if err != nil {
+		return 0, fmt.Errorf("read the template: %w", err)
+	}
+	release, err := lockDataDir(cfg, useBeside)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = release() }()
+	store, err := openStore(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	keys, err := openKeys(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer keys.close()
+	if err := checkKeysNotLost(ctx, keys, store); err != nil {
+		return 0, err
+	}
+	registry, err := eventschema.NewRegistry()
+	if err != nil {
+		return 0, err
+	}
+	version, err := clients.New(repository.New(store, registry, client.Kind, repository.WithKeys(keys)), nil).
+		ConfigureSigning(ctx, id, string(template), string(key), place)
+	if err != nil {
+		return 0, err
+	}
+	logger.Info("client's signing configured", "client", id, "templateVersion", version)
+	return version, nil
+}
+
+// readBounded reads a file of at most limit bytes; a larger one is refused, not cut.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/samla/samla/domain/poa"
 	"github.com/samla/samla/platform/logging"
 )
 
@@ -162,6 +163,44 @@ func clientsCommand(stdout, stderr io.Writer) *cobra.Command {
 		fmt.Fprintf(stdout, "client %s created; its API key (shown once): %s\n", *id, key)
 		return nil
 	}
-	cmd.AddCommand(create)
+	cmd.AddCommand(create, signingCommand(stdout, stderr))
+	return cmd
+}
+
+// signingCommand is `samla clients signing`: the operator's configuration of a client's
+// cancellations (the spec: "the signing provider API key is stored in the client's account
+// configuration and a cancellation PDF template … is supplied to the service operator").
+func signingCommand(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "signing", Short: "Set a client's signing provider key and power-of-attorney template", Args: cobra.NoArgs,
+		Long: "Records the client's signing configuration as an event: the template, checked for its placeholders " +
+			"and kept under the client's next template version, and the provider key, sealed like personal data " +
+			"(never printed, logged or returned). --example-template prints a template that works."}
+	cfg := bindConfig(cmd.Flags())
+	id := cmd.Flags().String("id", "", "client id")
+	keyFile := cmd.Flags().String("provider-key-file", "", "file holding the signing provider's API key for this client")
+	templateFile := cmd.Flags().String("template", "", "power-of-attorney template file (see --example-template)")
+	place := cmd.Flags().String("place", "", "what the documents print for {{place}} (empty: a blank to fill in)")
+	example := cmd.Flags().Bool("example-template", false, "print a working template and exit")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *example {
+			_, err := fmt.Fprint(stdout, poa.ExampleTemplate)
+			return err
+		}
+		if *id == "" || *keyFile == "" || *templateFile == "" {
+			return errors.New("--id, --provider-key-file and --template are required (or --example-template)")
+		}
+		logger, err := setUp(cfg, stderr)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signalContext()
+		defer stop()
+		version, err := ConfigureClientSigning(ctx, cfg, logger, *id, *keyFile, *templateFile, *place)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "client %s: signing configured, template version %d\n", *id, version)
+		return nil
+	}
 	return cmd
 }
