@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/consent"
@@ -23,6 +24,7 @@ import (
 	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
+	"github.com/samla/samla/projections/cancellations"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
@@ -32,6 +34,7 @@ import (
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/projections/readdb/readdbtest"
 	"github.com/samla/samla/projections/users"
+	"github.com/samla/samla/query"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -153,6 +156,9 @@ type world struct {
 	users      map[string]users.Row          // user → its row, Personal only marked (sealed bytes vary)
 	externalID map[string]string             // reservation key → the live user that holds it
 	consents   map[string]consents.Row       // consent → its row, Personal only marked non-zero when sealed
+	// cancellations: document → its row; signedPDF: document → the PDF its Reader serves.
+	cancellations map[string]cancellations.Row
+	signedPDF     map[string][]byte
 }
 
 // sealedMark stands for a sealed value in the world's rows: verify checks whether a stored one is
@@ -171,7 +177,8 @@ var worldSecret = []byte("world-secret-0123456789abcdef0123456")
 func buildWorld(log *eventlog.Log, n int) world {
 	w := world{statuses: map[string]collectionstatus.Row{}, keys: map[string]string{},
 		historyLen: map[string]int{}, tenantOf: map[string]string{}, data: map[string]collectiondata.Row{},
-		users: map[string]users.Row{}, externalID: map[string]string{}, consents: map[string]consents.Row{}}
+		users: map[string]users.Row{}, externalID: map[string]string{}, consents: map[string]consents.Row{},
+		cancellations: map[string]cancellations.Row{}, signedPDF: map[string][]byte{}}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	for _, tenant := range []string{"acme", "other"} {
 		s := client.StreamName(tenant)
@@ -235,6 +242,43 @@ func buildWorld(log *eventlog.Log, n int) world {
 				row.Personal = sealedMark
 			}
 			w.consents[id] = row
+			w.historyLen[stream], w.tenantOf[stream] = int(row.Revision)+1, tenant
+		}
+		// Cancellations of the second user's collection: one signed and sealed, one pending; and
+		// one of a collection without a user, withdrawn.
+		for i, owner := range []string{second, second, ""} {
+			id := fmt.Sprintf("d-%s-%d", tenant, i)
+			collectionID := "c-cancelled-" + tenant
+			if owner == "" {
+				collectionID = "c-userless-" + tenant
+			}
+			stream := cancellation.StreamName(id)
+			at := t0.Add(time.Duration(i) * time.Minute)
+			log.Append(tenant, stream, at, cancellation.Requested{DocumentID: id, ClientID: tenant, CollectionID: collectionID,
+				UserUUID: owner, Company: "se-demo-insurer", InsuranceID: "ins-" + id, DeliveryMethod: cancellation.DeliverySMS,
+				TemplateVersion: 1, CancellationDate: "2026-06-01", RequestedAt: at,
+				Personal: &cancellation.Requester{HolderName: "Tolvan", PhoneNumber: "46701234567"}})
+			row := cancellations.Row{DocumentID: id, Tenant: tenant, CollectionID: collectionID, UserUUID: owner,
+				Company: "se-demo-insurer", InsuranceID: "ins-" + id, DeliveryMethod: "SMS", TemplateVersion: 1,
+				Status: "PREPARATION", RequestedAt: at, UpdatedAt: at}
+			if i == 2 {
+				log.Append(tenant, stream, at.Add(time.Second), cancellation.Canceled{At: at.Add(time.Second), Reason: cancellation.CanceledByClient})
+				row.Status, row.CancelReason, row.EndedAt, row.UpdatedAt, row.Revision = "CANCELED", "CLIENT", at.Add(time.Second), at.Add(time.Second), 1
+			} else {
+				sent := at.Add(time.Second)
+				log.Append(tenant, stream, sent, cancellation.Sent{At: sent, Deadline: sent.Add(time.Hour), ProcessID: "p-" + id,
+					DocumentSHA256: strings.Repeat("0", 64), DocumentSize: 10})
+				row.Status, row.SentAt, row.Deadline, row.UpdatedAt, row.Revision = "PENDING", sent, sent.Add(time.Hour), sent, 1
+			}
+			if i == 0 {
+				signed, pdf := at.Add(time.Minute), []byte("%PDF signed by Tolvan "+id)
+				log.Append(tenant, stream, signed, cancellation.Signed{SignedAt: signed})
+				log.Append(tenant, stream, signed, cancellation.Sealed{SealedAt: signed, SHA256: strings.Repeat("1", 64), Size: len(pdf),
+					Personal: &cancellation.SealedPersonal{Document: pdf}})
+				row.Status, row.IsSignedAndSealed, row.SignedAt, row.EndedAt, row.UpdatedAt, row.Revision = "CLOSED", true, signed, signed, signed, 3
+				w.signedPDF[id] = pdf
+			}
+			w.cancellations[id] = row
 			w.historyLen[stream], w.tenantOf[stream] = int(row.Revision)+1, tenant
 		}
 	}
@@ -380,6 +424,22 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 			t.Fatalf("consent %s\n got %#v\nwant %#v", id, got, want)
 		}
 	}
+	cancelReader := cancellations.NewReader(m.Cancellations, m.Keys())
+	for id, want := range w.cancellations {
+		got, err := m.Cancellations.Get(ctx, want.Tenant, id)
+		if err != nil {
+			t.Fatalf("cancellation %s: %v", id, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("cancellation %s\n got %#v\nwant %#v", id, got, want)
+		}
+		pdf, err := cancelReader.SignedDocument(ctx, want.Tenant, id)
+		if wantPDF, ok := w.signedPDF[id]; ok && (err != nil || string(pdf) != string(wantPDF)) {
+			t.Fatalf("signed document of %s = %q, %v; want %q", id, pdf, err, wantPDF)
+		} else if !ok && !errors.Is(err, query.ErrNoSignedDocument) {
+			t.Fatalf("signed document of %s = %q, %v; want none", id, pdf, err)
+		}
+	}
 	for key, id := range w.externalID {
 		got, err := m.Users.GetExternalID(ctx, w.users[id].Tenant, key)
 		if err != nil || got.Released {
@@ -416,7 +476,7 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	// event-history-v2: the history of audit summaries is projected by a consumer group of its own;
 	// users-v2: so are the users, since reservations keep their holders sealed.
 	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history-v2": true, "api-keys": true,
-		"collection-data": true, "users-v2": true, "consents": true}) {
+		"collection-data": true, "users-v2": true, "consents": true, "cancellations": true}) {
 		t.Fatalf("projector names = %v", names)
 	}
 
@@ -454,6 +514,11 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	if err := m.Consents.Upsert(testCtx(t), []consents.Row{{ConsentID: "k-junk", Tenant: "acme", UserUUID: "u", Status: "INITIATED", Revision: 99}}); err != nil {
 		t.Fatal(err)
 	}
+	junkCancellation := cancellations.Row{DocumentID: "d-junk", Tenant: "acme", CollectionID: "c", Status: "PENDING", Revision: 99}
+	if err := m.Cancellations.Upsert(testCtx(t), []cancellations.Row{junkCancellation},
+		[]cancellations.Document{{DocumentID: "d-junk", Tenant: "acme", Revision: 99}}); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		n, err := projections.Rebuild(testCtx(t), log, m)
 		if err != nil {
@@ -477,6 +542,12 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 		}
 		if _, err := m.Consents.Get(testCtx(t), "acme", "k-junk"); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("junk consent survived the rebuild: %v", err)
+		}
+		if _, err := m.Cancellations.Get(testCtx(t), "acme", "d-junk"); !errors.Is(err, readdb.ErrNotFound) {
+			t.Fatalf("junk cancellation survived the rebuild: %v", err)
+		}
+		if _, err := m.Cancellations.Document(testCtx(t), "acme", "d-junk"); !errors.Is(err, readdb.ErrNotFound) {
+			t.Fatalf("junk cancellation document survived the rebuild: %v", err)
 		}
 	}
 }

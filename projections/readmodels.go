@@ -13,6 +13,7 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections/apikeys"
+	"github.com/samla/samla/projections/cancellations"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
@@ -31,9 +32,12 @@ type ReadModels struct {
 	Data     collectiondata.Store
 	Users    users.Store
 	Consents consents.Store
+	// Cancellations keeps the signed PDFs sealed; its Reader opens them with Keys.
+	Cancellations cancellations.Store
 
 	// Metrics, when set before Projectors is called, is where the projectors that keep metrics
-	// of what they fold (consents by status and company, authorization latency) record. A
+	// of what they fold (consents and cancellations by status and company, authorization and
+	// signature latency) record. A
 	// rebuild leaves it unset: replayed history is not new activity.
 	Metrics *metrics.Metrics
 
@@ -107,6 +111,11 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 		return fail(err)
 	}
 	m.Consents = consentStore
+	cancellationStore, err := openSQLiteStore(open, "cancellations", cancellations.NewSQLite, &m.closers)
+	if err != nil {
+		return fail(err)
+	}
+	m.Cancellations = cancellationStore
 	return m, nil
 }
 
@@ -188,6 +197,9 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	if m.Consents, err = consents.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
+	if m.Cancellations, err = cancellations.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -218,6 +230,7 @@ func (m *ReadModels) Projectors() []Projector {
 		Opening(collectiondata.NewProjector(m.reg, m.Data), m.keys),
 		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),
 		Opening(consents.NewProjector(m.reg, m.Consents, m.keys, m.consentMetrics()), m.keys),
+		Opening(cancellations.NewProjector(m.reg, m.Cancellations, m.keys, m.cancellationMetrics()), m.keys),
 	}
 }
 
@@ -227,6 +240,14 @@ func (m *ReadModels) consentMetrics() consents.Metrics {
 		return consents.Metrics{}
 	}
 	return consents.Metrics{Statuses: m.Metrics.ConsentStatuses, Authorization: m.Metrics.ConsentAuthorization}
+}
+
+// cancellationMetrics is where the cancellations projector records: nowhere without Metrics.
+func (m *ReadModels) cancellationMetrics() cancellations.Metrics {
+	if m.Metrics == nil {
+		return cancellations.Metrics{}
+	}
+	return cancellations.Metrics{Statuses: m.Metrics.CancellationStatuses, Signature: m.Metrics.CancellationSignature}
 }
 
 // Reset empties every read model, before a rebuild.
@@ -246,7 +267,10 @@ func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.Users.Reset(ctx); err != nil {
 		return err
 	}
-	return m.Consents.Reset(ctx)
+	if err := m.Consents.Reset(ctx); err != nil {
+		return err
+	}
+	return m.Cancellations.Reset(ctx)
 }
 
 // Close releases the databases. It is safe to call more than once.

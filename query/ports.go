@@ -172,3 +172,43 @@ type DataReader interface {
 	// is no longer held).
 	GetDocument(ctx context.Context, tenant, collectionID, kind string) (DocumentView, error)
 }
+
+// ErrNoSignedDocument is a cancellation the asking tenant has, but without a signed document to
+// serve: not signed and sealed yet, or its user's erasure removed the PDF. A cancellation the
+// tenant does not have is ErrNotFound.
+var ErrNoSignedDocument = errors.New("no signed document")
+
+// CancellationView is an insurance cancellation as the cancellations read model holds it, in
+// domain terms (Status is a cancellation.Status). CreatedAt is when it was requested; SignedAt is
+// nil until the holder signed.
+type CancellationView struct {
+	DocumentID        string
+	Tenant            string
+	CollectionID      string
+	UserUUID          string
+	Company           string
+	InsuranceID       string
+	Status            string
+	IsSignedAndSealed bool
+	CreatedAt         time.Time
+	SignedAt          *time.Time
+	UpdatedAt         time.Time
+}
+
+// MaxCollectionCancellations bounds CancellationReader.CollectionCancellations.
+const MaxCollectionCancellations = 1000
+
+// CancellationReader reads the cancellations read model.
+type CancellationReader interface {
+	// Cancellation returns the tenant's cancellation, or an error wrapping ErrNotFound (also for
+	// another tenant's).
+	Cancellation(ctx context.Context, tenant, documentID string) (CancellationView, error)
+	// CollectionCancellations returns the tenant's cancellations of the collection, oldest first
+	// (by CreatedAt, then DocumentID), at most MaxCollectionCancellations; none for an unknown
+	// collection or another tenant's.
+	CollectionCancellations(ctx context.Context, tenant, collectionID string) ([]CancellationView, error)
+	// SignedDocument returns the signed, sealed PDF of the tenant's cancellation: an error
+	// wrapping ErrNotFound when the tenant has no such cancellation, one wrapping
+	// ErrNoSignedDocument when it has no document (not signed and sealed yet, or erased).
+	SignedDocument(ctx context.Context, tenant, documentID string) ([]byte, error)
+}
