@@ -20,10 +20,17 @@ import (
 // bootstrap creates the sandbox client and, when the projections run in this process, waits
 // until its key authenticates, so that the printed curl works at once.
 func (s *Service) bootstrap(ctx context.Context) error {
-	svc := clients.New(repository.New(s.store, s.registry, client.Kind), nil)
+	// With the key store: the sandbox's signing configuration seals its provider key.
+	svc := clients.New(repository.New(s.store, s.registry, client.Kind, repository.WithKeys(s.keys)), nil)
 	key, generated, err := svc.EnsureSandbox(ctx, s.cfg.DataDir, s.cfg.BootstrapAPIKey)
 	if err != nil {
 		return err
+	}
+	if s.cfg.SigningProviderURL == "" {
+		// The sandbox's signing provider: cancellations work on a fresh `samla run`.
+		if err := svc.EnsureSandboxSigning(ctx, SandboxSigningKey); err != nil {
+			return err
+		}
 	}
 	s.bootstrapKey, s.bootstrapGenerated = key, generated
 	if !s.roles.Project || !s.roles.Relay {
@@ -45,6 +52,10 @@ func (s *Service) bootstrap(ctx context.Context) error {
 		}
 	}
 }
+
+// SandboxSigningKey is the sandbox client's key at the sandbox's signing provider, which takes
+// any key (it keeps each key's processes apart); it is a secret only in name.
+const SandboxSigningKey = "sandbox-signing-provider-key"
 
 // CreateClient registers a client and returns its first API key.
 func CreateClient(ctx context.Context, cfg *Config, logger *slog.Logger, id, name string) (string, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/collectiondata"
+	"github.com/samla/samla/projections/cancellations"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
 	"github.com/samla/samla/projections/eventhistory"
@@ -106,7 +107,10 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 			// is deleted, but a read model that then applied the user's creation before its
 			// deletion would let its tokens work again for a moment after the 204.
 			UserDeletions: &httpcmd.DeletionWatch{Users: sessions.model, Local: s.roles.Project},
-			Consents:      s.commandConsents()})
+			Consents:      s.commandConsents(),
+			// Cancellations are requested against the event store (the collection, the
+			// client's signing configuration, the insurance's earlier cancellations).
+			Cancellations: s.commandCancellations(), CallbackVerifier: s.callbackVerifier()})
 		// A session is issued for a user the event store knows to be live: a user can have one
 		// the moment POST /users answered, before the users read model shows it.
 		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: userService})
@@ -119,6 +123,7 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 			Companies: s.catalog, Data: collectiondata.NewReader(s.models.Data),
 			Users: users.NewReader(s.models.Users, s.keys, key), UserCollections: status,
 			Consents: consentModel, UserConsents: consentModel,
+			Cancellations: cancellations.NewReader(s.models.Cancellations, s.keys),
 		})
 	}
 	return nil

@@ -48,6 +48,14 @@ type Config struct {
 	EIDOrderTimeout        time.Duration
 	// ConsentValidity is how long an authorized PSD2 consent lasts (its expiresAt).
 	ConsentValidity time.Duration
+	// Cancellations: how long the holder has to sign, how often pending signatures are read at
+	// the provider, where the signing provider is (empty: the sandbox's, embedded or at
+	// CompaniesURL) and Samla's own public base URL for the provider's callbacks (empty: the
+	// API listener's address).
+	SigningTimeout     time.Duration
+	SigningPoll        time.Duration
+	SigningProviderURL string
+	PublicURL          string
 
 	// FingerprintKeyFile holds the secret of the idempotency fingerprints; empty: one generated
 	// into the data dir.
@@ -103,6 +111,10 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.DurationVar(&c.MethodSelectionTimeout, "method-selection-timeout", env.Duration("SAMLA_METHOD_SELECTION_TIMEOUT", worker.DefaultMethodSelectionTimeout), "a two-factor method not chosen in this time ends TWO_FACTOR_METHOD_SELECTION_TIMEOUT [SAMLA_METHOD_SELECTION_TIMEOUT]")
 	fs.DurationVar(&c.EIDOrderTimeout, "eid-order-timeout", env.Duration("SAMLA_EID_ORDER_TIMEOUT", worker.DefaultEIDOrderTimeout), "an electronic-ID order not signed in this time ends AUTHENTICATION_TIMEOUT [SAMLA_EID_ORDER_TIMEOUT]")
 	fs.DurationVar(&c.ConsentValidity, "consent-validity", env.Duration("SAMLA_CONSENT_VALIDITY", worker.DefaultConsentValidity), "an authorized consent expires this long after its authorization (default 180 days) [SAMLA_CONSENT_VALIDITY]")
+	fs.DurationVar(&c.SigningTimeout, "signing-timeout", env.Duration("SAMLA_SIGNING_TIMEOUT", worker.DefaultSigningTimeout), "a cancellation not signed in this time ends TIMED_OUT (default 30 days) [SAMLA_SIGNING_TIMEOUT]")
+	fs.DurationVar(&c.SigningPoll, "signing-poll", env.Duration("SAMLA_SIGNING_POLL", worker.DefaultSigningPollInterval), "how often pending signatures are read at the signing provider, the most a lost callback delays one [SAMLA_SIGNING_POLL]")
+	fs.StringVar(&c.SigningProviderURL, "signing-provider-url", env.String("SAMLA_SIGNING_PROVIDER_URL", ""), "base URL of the signing provider's API (empty: the sandbox's) [SAMLA_SIGNING_PROVIDER_URL]")
+	fs.StringVar(&c.PublicURL, "public-url", env.String("SAMLA_PUBLIC_URL", ""), "Samla's public base URL, for the signing provider's callbacks (empty: http:// and the API listener's address) [SAMLA_PUBLIC_URL]")
 	c.envErr = env.Err()
 	return c
 }
@@ -128,6 +140,8 @@ func (c *Config) validate() error {
 	positive("method-selection-timeout", c.MethodSelectionTimeout)
 	positive("eid-order-timeout", c.EIDOrderTimeout)
 	positive("consent-validity", c.ConsentValidity)
+	positive("signing-timeout", c.SigningTimeout)
+	positive("signing-poll", c.SigningPoll)
 	positive("session-ttl", c.SessionTTL)
 	if c.SessionTTL > sessiontoken.MaxTTL {
 		// A session token cannot be revoked on its own; a long-lived one is a mistake.
@@ -169,6 +183,14 @@ func (c *Config) validate() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, u := range []struct{ flag, url string }{{"signing-provider-url", c.SigningProviderURL}, {"public-url", c.PublicURL}} {
+		if u.url == "" {
+			continue
+		}
+		if err := checkBaseURL(u.flag, u.url); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -178,15 +200,19 @@ func (c *Config) validate() error {
 // checkCompaniesURL refuses a --companies-url the connector could not call: the company paths
 // are appended to it, so it must be an absolute http(s) URL with a host and neither a query nor
 // a fragment.
-func checkCompaniesURL(raw string) error {
+func checkCompaniesURL(raw string) error { return checkBaseURL("companies-url", raw) }
+
+// checkBaseURL refuses a base URL that paths cannot be appended to: not http(s), no host, or a
+// query or fragment.
+func checkBaseURL(flag, raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return fmt.Errorf("--companies-url %q is not a URL: %w", raw, err)
+		return fmt.Errorf("--%s %q is not a URL: %w", flag, raw, err)
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "", u.Hostname() == "":
-		return fmt.Errorf("--companies-url %q must be an http:// or https:// URL with a host", raw)
+		return fmt.Errorf("--%s %q must be an http:// or https:// URL with a host", flag, raw)
 	case strings.ContainsAny(raw, "?#"):
-		return fmt.Errorf("--companies-url %q must have neither a query nor a fragment", raw)
+		return fmt.Errorf("--%s %q must have neither a query nor a fragment", flag, raw)
 	}
 	return nil
 }

@@ -107,6 +107,12 @@ func TestMalformedCompaniesURLAndBrokers(t *testing.T) {
 		{env: map[string]string{"SAMLA_KAFKA_BROKERS": ","}, err: `--kafka-brokers "," names no broker`},
 		{env: map[string]string{"SAMLA_KAFKA_BROKERS": " , "}, err: "names no broker"},
 		{env: map[string]string{"SAMLA_KAFKA_BROKERS": "  "}, err: "names no broker"},
+		{env: map[string]string{"SAMLA_SIGNING_PROVIDER_URL": "https://signing.example/api"}},
+		{env: map[string]string{"SAMLA_SIGNING_PROVIDER_URL": "signing.example"}, err: "--signing-provider-url"},
+		{env: map[string]string{"SAMLA_PUBLIC_URL": "https://samla.example"}},
+		{env: map[string]string{"SAMLA_PUBLIC_URL": "https://samla.example/?a=b"}, err: "--public-url"},
+		{env: map[string]string{"SAMLA_SIGNING_TIMEOUT": "0s"}, err: "--signing-timeout must be positive"},
+		{env: map[string]string{"SAMLA_SIGNING_POLL": "soon"}, err: "SAMLA_SIGNING_POLL"},
 	} {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		c := bindConfigFrom(fs, config.NewEnvFrom(tc.env))
