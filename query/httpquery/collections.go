@@ -51,6 +51,9 @@ type Deps struct {
 	// only when Consents is set, and then UserConsents and Users are required.
 	Consents     query.ConsentReader
 	UserConsents query.UserConsentsReader
+	// Cancellations serves the cancellation endpoints (cancellations.go); they are mounted only
+	// when it is set.
+	Cancellations query.CancellationReader
 	// Now is the clock of the status polls' animated QR data and of consents' expiry; nil means
 	// time.Now.
 	Now func() time.Time
@@ -85,6 +88,9 @@ func RegisterRoutes(r gin.IRoutes, d Deps) {
 			panic("httpquery.RegisterRoutes: Deps.UserConsents and Deps.Users are required with Deps.Consents")
 		}
 		h.registerConsents(r)
+	}
+	if d.Cancellations != nil {
+		h.registerCancellations(r)
 	}
 }
 
