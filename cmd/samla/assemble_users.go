@@ -9,8 +9,10 @@ import (
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/erasure"
 	"github.com/samla/samla/command/repository"
+	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
+	"github.com/samla/samla/projections/cancellations"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
 )
@@ -39,7 +41,10 @@ func (s *Service) commandUsers() (*app.UserService, error) {
 			Ends: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)),
 			// The user's consents are listed by the consents read model, which the command role
 			// opens anyway; the event store decides which are live.
-			Consents: consents.NewReader(s.models.Consents, s.keys), Revokes: s.consentRevokes()},
+			Consents: consents.NewReader(s.models.Consents, s.keys), Revokes: s.consentRevokes(),
+			// And its cancellations by the cancellations read model, likewise.
+			Cancellations: cancellations.NewReader(s.models.Cancellations, s.keys),
+			Withdraws:     repository.New(s.store, s.registry, cancellation.Kind, repository.WithKeys(s.keys))},
 		nil)
 	return s.userService, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/consent"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/platform/keystore"
 )
 
@@ -311,5 +313,49 @@ func TestScenarioProviderCallback(t *testing.T) {
 	sc.When(note("other", "e2")).ThenError(app.ErrCancellationNotFound)
 	if key, ok, err := svc.SigningKey(context.Background(), "acme"); err != nil || !ok || key != "provider-key-0123456789" {
 		t.Fatalf("signing key %q %v %v", key, ok, err)
+	}
+}
+
+// userCancellations lists acme's users' cancellations, as the read model would.
+type userCancellations map[string][]string
+
+func (u userCancellations) UserCancellationIDs(_ context.Context, tenant, userUUID string) ([]string, error) {
+	if tenant != "acme" {
+		return nil, nil
+	}
+	return u[userUUID], nil
+}
+
+// TestScenarioDeleteWithdrawsCancellations: a user's erasure withdraws the user's cancellations
+// that are not final (USER_DELETED), before its key is destroyed; a final one, and one the read
+// model wrongly lists of another user, stay as they are.
+func TestScenarioDeleteWithdrawsCancellations(t *testing.T) {
+	sc := commandtest.New(t, testNow)
+	keys := keystore.NewMemory()
+	pending, closed, foreign := app.DocumentID("acme", cancelCollection, "i1", 0), app.DocumentID("acme", cancelCollection, "i2", 0),
+		app.DocumentID("acme", cancelCollection, "i9", 0)
+	svc := app.NewUserService(commandtest.Repository(sc, user.Kind), commandtest.Repository(sc, user.ReservationKind), userSecret,
+		app.Erasure{Keys: keys, Collections: userCollections{}, Ends: commandtest.Repository(sc, collection.Kind),
+			Consents: userConsents{}, Revokes: commandtest.Repository(sc, consent.Kind),
+			Cancellations: userCancellations{otherUser: {pending, closed, foreign}}, Withdraws: commandtest.Repository(sc, cancellation.Kind)},
+		sc.Clock(), app.WithHoldTokens(holdToken))
+	withKeys(t, keys, domain.UserSubject(otherUser))
+	mine := func(docID, insurance string) cancellation.Requested {
+		r := requestedEvent(docID, insurance, 0, "")
+		r.UserUUID = otherUser
+		return r
+	}
+	sc.Given(reservationOf("customer-42"), reservedFor(otherUser, "hash-0")).
+		Given(user.StreamName(otherUser), userCreated(otherUser, "customer-42", "hash-0")).
+		Given(cancellation.StreamName(pending), mine(pending, "i1")).
+		Given(cancellation.StreamName(closed), mine(closed, "i2"),
+			cancellation.Sent{At: testNow, Deadline: testNow.Add(time.Hour), ProcessID: "p", DocumentSHA256: docSHA, DocumentSize: 1},
+			cancellation.Signed{SignedAt: testNow}).
+		Given(cancellation.StreamName(foreign), requestedEvent(foreign, "i9", 0, ""))
+	envs := sc.When(deleteUser(svc, "acme", otherUser)).
+		Then(user.Deleted{DeletedAt: created}, user.ExternalIDReleased{ReleasedAt: created, Personal: &user.ReleasedBy{UserUUID: otherUser}},
+			cancellation.Canceled{At: created, Reason: cancellation.CanceledUserDeleted})
+	if envs[2].Stream != cancellation.StreamName(pending) {
+		t.Fatalf("withdrew %s", envs[2].Stream)
 	}
 }

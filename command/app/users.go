@@ -11,6 +11,7 @@ import (
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain"
+	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
@@ -67,6 +68,19 @@ type Erasure struct {
 	// key, so that no consent of the erased person stays usable or goes on being authorized.
 	Consents UserConsents
 	Revokes  ConsentRepository
+	// Cancellations lists the user's cancellations, and Withdraws is their repository: the
+	// erasure withdraws each that the event store shows not final (reason USER_DELETED), so that
+	// no power of attorney of the erased person goes on waiting for a signature. Both or neither
+	// (a deployment without cancellations); the connector worker withdraws one the list misses,
+	// as it sends nothing for an erased subject.
+	Cancellations UserCancellations
+	Withdraws     CancellationRepository
+}
+
+// UserCancellations lists the ids of a client's user's cancellations, final ones included (the
+// cancellations read model's Reader).
+type UserCancellations interface {
+	UserCancellationIDs(ctx context.Context, tenant, userUUID string) ([]string, error)
 }
 
 // erasureActor is the actor of what a finished erasure records (FinishErasure).
@@ -159,6 +173,9 @@ func NewUserService(users UserRepository, reservations ReservationRepository, se
 	opts ...UserServiceOption) *UserService {
 	if len(secret) == 0 {
 		panic("app.NewUserService: the externalId secret is required")
+	}
+	if (erasure.Cancellations == nil) != (erasure.Withdraws == nil) {
+		panic("app.NewUserService: Erasure.Cancellations and Erasure.Withdraws go together")
 	}
 	if erasure.Keys == nil || erasure.Collections == nil || erasure.Ends == nil || erasure.Consents == nil || erasure.Revokes == nil {
 		panic("app.NewUserService: Erasure.Keys, Erasure.Collections, Erasure.Ends, Erasure.Consents and Erasure.Revokes are required")
@@ -482,6 +499,9 @@ func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.M
 	if err := revokeUserConsents(ctx, s.erasure.Consents, s.erasure.Revokes, u.ClientID(), u.ID(), meta, now); err != nil {
 		return fmt.Errorf("erase: %w", err)
 	}
+	if err := s.withdrawUserCancellations(ctx, u.ClientID(), u.ID(), meta, now); err != nil {
+		return fmt.Errorf("erase: %w", err)
+	}
 	if hold := u.HolderSubject(); hold != "" {
 		if err := s.erasure.Keys.Destroy(ctx, hold); err != nil {
 			return fmt.Errorf("erase: destroy the key of its hold on its externalId: %w", err)
@@ -489,6 +509,29 @@ func (s *UserService) erase(ctx context.Context, u *user.User, meta repository.M
 	}
 	if err := s.erasure.Keys.Destroy(ctx, u.DataSubject()); err != nil {
 		return fmt.Errorf("erase: destroy its key: %w", err)
+	}
+	return nil
+}
+
+// withdrawUserCancellations withdraws the user's cancellations that are not final.
+func (s *UserService) withdrawUserCancellations(ctx context.Context, tenant, userUUID string, meta repository.Meta, now time.Time) error {
+	if s.erasure.Cancellations == nil {
+		return nil
+	}
+	ids, err := s.erasure.Cancellations.UserCancellationIDs(ctx, tenant, userUUID)
+	if err != nil {
+		return fmt.Errorf("list its cancellations: %w", err)
+	}
+	for _, id := range ids {
+		_, _, err := s.erasure.Withdraws.Update(ctx, id, meta, func(c *cancellation.Cancellation) error {
+			if !c.Exists() || c.ClientID() != tenant || c.UserUUID() != userUUID || c.Status().IsFinal() {
+				return nil // a read model's mistake, or nothing left to withdraw
+			}
+			return c.Cancel(cancellation.CanceledUserDeleted, now)
+		})
+		if err != nil {
+			return fmt.Errorf("withdraw cancellation %s: %w", id, err)
+		}
 	}
 	return nil
 }
