@@ -2,7 +2,8 @@
 // talk to them exactly as they would to real companies: over TCP, with latency and with
 // failures. Only the company adapters know the wire format; nothing in Samla reaches into the
 // sandbox's memory. Beside the companies it runs the electronic-ID simulator (eidsim) that the
-// companies use for their EID logins and that testers drive.
+// companies use for their EID logins and that testers drive, and the e-signing provider
+// simulator (signingsim) with its e-mail/SMS outbox, through which cancellations are signed.
 //
 // All routes live under /sandbox/ so that the same handler can be mounted beside Samla's own
 // API on one listener (Handler serves absolute paths).
@@ -49,6 +50,17 @@
 // The EID simulator, below /sandbox/eid (see eidsim.Simulator.Handler): the relying-party API
 // (rp/v6.0/auth, collect, cancel) and the tester's POST /sandbox/eid/sign and
 // /sandbox/eid/cancel with {"collectionId"} or {"consentId"}.
+//
+// The signing provider, below /sandbox/signing (see signingsim.Provider.Handler; its base URL for
+// an adapter is <url>/sandbox/signing):
+//
+//	POST /sandbox/signing/api/v1/processes               Authorization: Bearer <provider key>;
+//	GET  /sandbox/signing/api/v1/processes/{id}          start, read, download the sealed PDF,
+//	GET  /sandbox/signing/api/v1/processes/{id}/document cancel a signing process
+//	POST /sandbox/signing/api/v1/processes/{id}/cancel
+//	POST /sandbox/signing/{reference}/sign               the simulated holder signs or rejects
+//	POST /sandbox/signing/{reference}/reject             (no auth)
+//	GET  /sandbox/outbox?reference=&to=                  the e-mails and SMS the provider sent
 package sandbox
 
 import (
@@ -66,6 +78,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/sandbox/eidsim"
+	"github.com/samla/samla/connectors/sandbox/signingsim"
 )
 
 // Defaults of SANDBOX.md.
@@ -106,6 +119,7 @@ type options struct {
 	clientWait      time.Duration
 	consentValidity time.Duration
 	publicURL       string
+	signingOpts     []signingsim.Option
 	logger          *slog.Logger
 	now             func() time.Time
 	seed            uint64
@@ -157,6 +171,18 @@ func WithClientWait(d time.Duration) Option { return func(o *options) { o.client
 // instructions and for BaseURL of a sandbox built with New.
 func WithPublicURL(u string) Option { return func(o *options) { o.publicURL = u } }
 
+// WithSigningSealDelay sets how long after the holder signs the signing provider makes the
+// sealed PDF available (signingsim.DefaultSealDelay; 0 seals within the signing request).
+func WithSigningSealDelay(d time.Duration) Option {
+	return WithSigningOptions(signingsim.WithSealDelay(d))
+}
+
+// WithSigningOptions passes options to the signing provider simulator (callback retries,
+// limits, …); they apply after the sandbox's own clock and logger.
+func WithSigningOptions(opts ...signingsim.Option) Option {
+	return func(o *options) { o.signingOpts = append(o.signingOpts, opts...) }
+}
+
 // WithLogger sets the logger; it never receives personal numbers or names.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
@@ -178,6 +204,7 @@ type Sandbox struct {
 	companies map[string]*demoCompany
 	personas  personaTable
 	eid       *eidsim.Simulator
+	signing   *signingsim.Provider
 	handler   http.Handler
 
 	srv       *http.Server
@@ -232,12 +259,18 @@ func New(opts ...Option) (*Sandbox, error) {
 	if !o.seeded {
 		o.seed = rand.Uint64()
 	}
+	signing, err := signingsim.New(append([]signingsim.Option{signingsim.WithClock(o.now), signingsim.WithLogger(o.logger)},
+		o.signingOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox signing provider: %w", err)
+	}
 	personas := newPersonaTable()
 	s := &Sandbox{
 		opts:        o,
 		companies:   demoCompanies(),
 		personas:    personas,
 		eid:         eidsim.New(o.eidOrderTimeout, o.sessionTTL, personas.eidUser),
+		signing:     signing,
 		sessions:    map[string]*loginSession{},
 		idempotency: map[string]string{},
 		consents:    map[string]*bankConsent{},
@@ -292,6 +325,10 @@ func (s *Sandbox) URL() string { return s.url }
 // EID is the electronic-ID simulator the demo companies use.
 func (s *Sandbox) EID() *eidsim.Simulator { return s.eid }
 
+// Signing is the signing provider simulator (tests switch its callbacks off or read its
+// outbox and certificates directly).
+func (s *Sandbox) Signing() *signingsim.Provider { return s.signing }
+
 // BaseURL is where a company's API lives; "" for a company the sandbox does not run, so that
 // a misconfigured connector fails loudly instead of calling the wrong host.
 func (s *Sandbox) BaseURL(companyID string) string {
@@ -317,9 +354,11 @@ func (s *Sandbox) Stats() Stats {
 	return Stats{Requests: s.requests.Load(), InjectedFailures: s.injectedFailures.Load()}
 }
 
-// Close stops the server, letting requests in flight finish for a moment.
+// Close stops the server, letting requests in flight finish for a moment, and then the signing
+// provider's background work (also for a sandbox built with New).
 func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
+		defer func() { s.closeErr = errors.Join(s.closeErr, s.signing.Close()) }()
 		if s.srv == nil {
 			return
 		}
@@ -410,6 +449,8 @@ func (s *Sandbox) routes() http.Handler {
 	root.Handle("/sandbox/companies", companies)
 	root.Handle("/sandbox/companies/", companies)
 	root.Handle("/sandbox/eid/", s.eid.Handler("/sandbox/eid", s.now))
+	root.Handle("/sandbox/signing/", s.signing.Handler("/sandbox/signing"))
+	root.Handle("/sandbox/outbox", s.signing.OutboxHandler())
 	root.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "No such resource.")
 	})
