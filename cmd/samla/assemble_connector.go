@@ -89,7 +89,7 @@ func (s *Service) startConnector(ctx context.Context) error {
 		return consumeConsents(ctx, ConsentConnectorGroupID, cw.HandleBatch)
 	})
 	s.runRole(ctx, "consent connector", cw.Run)
-	return nil
+	return s.startCancellationWorker(ctx, workerID)
 }
 
 // ConsentConnectorGroupID is the consumer group of the consent workers (samla.consent.events).

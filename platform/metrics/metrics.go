@@ -36,6 +36,12 @@ type Metrics struct {
 	// CancellationSignature is the time from a cancellation's signing link to the holder's
 	// signature, observed once per cancellation.
 	CancellationSignature *prometheus.HistogramVec // company
+	// CancellationOutcomes counts the cancellations the connector workers moved (sent, closed,
+	// rejected, timed out, withdrawn for a deleted user, document errors), by company, status
+	// and code.
+	CancellationOutcomes *prometheus.CounterVec // company, status, code
+	// SigningProviderCalls counts the calls of the signing providers, by operation and outcome.
+	SigningProviderCalls *prometheus.CounterVec // operation, outcome
 }
 
 // New registers every collector on reg.
@@ -108,10 +114,18 @@ func New(reg prometheus.Registerer) *Metrics {
 			// SAMLA_SIGNING_TIMEOUT (30 days by default).
 			Buckets: []float64{30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400, 14 * 86400, 30 * 86400},
 		}, []string{"company"}),
+		CancellationOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_connector_cancellation_outcomes_total",
+			Help: "Cancellations the connector workers moved, by company, status and code.",
+		}, []string{"company", "status", "code"}),
+		SigningProviderCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_signing_provider_calls_total",
+			Help: "Calls of the signing providers, by operation (start, status, document, cancel) and outcome.",
+		}, []string{"operation", "outcome"}),
 	}
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
-		m.CancellationStatuses, m.CancellationSignature)
+		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls)
 	return m
 }
