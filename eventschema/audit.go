@@ -476,3 +476,45 @@ func auditCancellationDocumentFailed(e cancellation.DocumentFailed) any {
 func auditCancellationProviderNotified(e cancellation.ProviderNotified) any {
 	return cancellationEndedAudit{At: auditTime(e.At)}
 }
+
+// The client's security events show what the operator did, and when: a certificate by its serial,
+// environment and validity (no person is named in it), settings by their values, a retiring key
+// by its id and end.
+
+type certificateAudit struct {
+	Serial      string     `json:"serial"`
+	Environment string     `json:"environment,omitempty"`
+	NotAfter    *auditTime `json:"notAfter,omitempty"`
+	IssuedAt    *auditTime `json:"issuedAt,omitempty"`
+	RevokedAt   *auditTime `json:"revokedAt,omitempty"`
+}
+
+func auditCertificateIssued(e client.CertificateIssued) any {
+	return certificateAudit{Serial: e.Serial, Environment: string(e.Environment), NotAfter: ptr(auditTime(e.NotAfter)),
+		IssuedAt: ptr(auditTime(e.IssuedAt))}
+}
+
+func auditCertificateRevoked(e client.CertificateRevoked) any {
+	return certificateAudit{Serial: e.Serial, RevokedAt: ptr(auditTime(e.RevokedAt))}
+}
+
+type settingsAudit struct {
+	RateLimit *float64  `json:"rateLimit,omitempty"`
+	Burst     *int      `json:"burst,omitempty"`
+	MTLSOnly  *bool     `json:"mtlsOnly,omitempty"`
+	ChangedAt auditTime `json:"changedAt"`
+}
+
+func auditSettingsChanged(e client.SettingsChanged) any {
+	return settingsAudit{RateLimit: e.RateLimit, Burst: e.Burst, MTLSOnly: e.MTLSOnly, ChangedAt: auditTime(e.ChangedAt)}
+}
+
+type keyRetiringAudit struct {
+	KeyID      string    `json:"keyId"`
+	ValidUntil auditTime `json:"validUntil"`
+	At         auditTime `json:"at"`
+}
+
+func auditAPIKeyRetiring(e client.APIKeyRetiring) any {
+	return keyRetiringAudit{KeyID: e.KeyID, ValidUntil: auditTime(e.ValidUntil), At: auditTime(e.At)}
+}

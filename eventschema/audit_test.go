@@ -101,6 +101,10 @@ var auditSummaries = map[string]string{
 	"cancellation.sent.v1":              `{"at":"2026-11-25T10:00:02.000Z","deadline":"2026-12-25T10:00:02.000Z","documentSize":2048}`,
 	"cancellation.signed.v1":            `{"signedAt":"2026-11-25T10:05:00.000Z","method":"SANDBOX_EID"}`,
 	"cancellation.timed-out.v1":         `{"at":"2026-12-25T10:00:02.000Z"}`,
+	"client.api-key-retiring.v1":        `{"keyId":"k-0c1d2e3f4a5b","validUntil":"2026-11-26T09:00:00.000Z","at":"2026-11-25T09:00:00.000Z"}`,
+	"client.certificate-issued.v1":      `{"serial":"4f2a9c","environment":"test","notAfter":"2027-11-25T09:00:00.000Z","issuedAt":"2026-11-25T09:00:00.000Z"}`,
+	"client.certificate-revoked.v1":     `{"serial":"4f2a9c","revokedAt":"2026-12-01T09:00:00.000Z"}`,
+	"client.settings-changed.v1":        `{"rateLimit":500,"burst":1000,"mtlsOnly":true,"changedAt":"2026-11-25T09:00:00.000Z"}`,
 	"client.signing-configured.v1":      `{"templateVersion":1,"templateHash":"sha256:5e8f0c9a7b6d4e3f","configuredAt":"2026-11-25T09:00:00.000Z"}`,
 }
 

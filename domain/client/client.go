@@ -89,11 +89,13 @@ type root = domain.Root
 // Client is the aggregate. Its commands decide, then record their events, which Apply folds.
 type Client struct {
 	root
-	id      string
-	name    string
-	sandbox bool
-	keys    map[string]apiKey // by key id
-	signing signing
+	id       string
+	name     string
+	sandbox  bool
+	keys     map[string]apiKey // by key id
+	signing  signing
+	certs    []Certificate
+	settings Settings
 }
 
 // signing is a client's signing configuration: every template version it had (a cancellation
@@ -136,6 +138,8 @@ func (c *Client) DataSubject() string { return domain.ClientSubject(c.id) }
 type apiKey struct {
 	hash    string
 	revoked bool
+	// validUntil is when a retiring key stops authenticating, zero for none.
+	validUntil time.Time
 }
 
 func (c *Client) ID() string    { return c.id }
@@ -176,6 +180,9 @@ func (c *Client) Apply(e domain.Event) error {
 			c.signing.providerKey = ev.Personal.ProviderKey
 		}
 	default:
+		if ok, err := c.applySecurity(e); ok || err != nil {
+			return err
+		}
 		return fmt.Errorf("client cannot apply event %s", e.EventType())
 	}
 	return nil
