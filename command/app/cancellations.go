@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -50,9 +51,9 @@ const (
 	MaxInsurancesPerCancellation = 50
 	// maxInsuranceID bounds one insurance id (the companies' ids are short).
 	maxInsuranceID = 128
-	// maxGenerations bounds how many cancellations one insurance may have had: each new one
-	// reads every earlier one of the insurance first.
-	maxGenerations = 100
+	// MaxCancellationsPerInsurance bounds how many cancellations one insurance may have had:
+	// each new one reads every earlier one of the insurance first.
+	MaxCancellationsPerInsurance = 100
 )
 
 // Field names of RequestCancellations in field errors, as the request body names them.
@@ -71,6 +72,10 @@ var (
 	// ErrCancellationOfOtherUser is a session acting on a cancellation, or a collection, of
 	// another user of its client (HTTP 403 FORBIDDEN_FOR_SESSION).
 	ErrCancellationOfOtherUser = errors.New("the cancellation is another user's")
+	// ErrTooManyCancellations is an insurance that has had MaxCancellationsPerInsurance
+	// cancellations already (HTTP 422 TOO_MANY_CANCELLATIONS): each new one reads every earlier
+	// one first, so their number is bounded.
+	ErrTooManyCancellations = fmt.Errorf("the insurance has had %d cancellations: %w", MaxCancellationsPerInsurance, domain.ErrRefused)
 )
 
 // CancellationExistsError is an insurance that already has a live cancellation (HTTP 409
@@ -238,12 +243,20 @@ func (s *CancellationService) Request(ctx context.Context, cmd RequestCancellati
 	// Millisecond precision is what responses and envelopes carry.
 	now := s.now().UTC().Truncate(time.Millisecond)
 	meta := repository.Meta{Tenant: cmd.Tenant, CorrelationID: cmd.CorrelationID, CausationID: cmd.RequestID, Actor: actor(cmd.Tenant, cmd.SessionUser)}
-	out := CancellationsRequested{Replayed: replayed == len(cmd.InsuranceIDs)}
+	out := CancellationsRequested{Replayed: replayed == len(cmd.InsuranceIDs),
+		Cancellations: make([]RequestedCancellation, len(cmd.InsuranceIDs))}
+	// The documents are appended in the insurances' sorted order, so that two requests for
+	// overlapping insurances contend for the same one first, and one of them wins outright.
+	order := make([]int, len(cmd.InsuranceIDs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(cmd.InsuranceIDs[a], cmd.InsuranceIDs[b]) })
 	var created []string
-	for i, id := range cmd.InsuranceIDs {
+	for _, i := range order {
+		id := cmd.InsuranceIDs[i]
 		if h := histories[i]; h.ours != nil {
-			out.Cancellations = append(out.Cancellations, RequestedCancellation{DocumentID: h.ours.DocumentID(), InsuranceID: id,
-				Status: cancellation.StatusPreparation})
+			out.Cancellations[i] = RequestedCancellation{DocumentID: h.ours.DocumentID(), InsuranceID: id, Status: cancellation.StatusPreparation}
 			continue
 		}
 		docID := DocumentID(cmd.Tenant, cmd.CollectionID, id, histories[i].next)
@@ -259,8 +272,7 @@ func (s *CancellationService) Request(ctx context.Context, cmd RequestCancellati
 			return CancellationsRequested{}, s.withdraw(ctx, meta, created, fmt.Errorf("request cancellation of %s: %w", id, err))
 		}
 		created = append(created, docID)
-		out.Cancellations = append(out.Cancellations, RequestedCancellation{DocumentID: docID, InsuranceID: id,
-			Status: cancellation.StatusPreparation})
+		out.Cancellations[i] = RequestedCancellation{DocumentID: docID, InsuranceID: id, Status: cancellation.StatusPreparation}
 	}
 	return out, nil
 }
@@ -297,7 +309,7 @@ func checkCancellationRequest(cmd *RequestCancellations) error {
 // does not exist.
 func (s *CancellationService) history(ctx context.Context, cmd RequestCancellations, insuranceID string) (history, error) {
 	var h history
-	for n := 0; n < maxGenerations; n++ {
+	for n := 0; n < MaxCancellationsPerInsurance; n++ {
 		c, err := s.cancellations.Load(ctx, DocumentID(cmd.Tenant, cmd.CollectionID, insuranceID, n))
 		if err != nil {
 			return history{}, fmt.Errorf("request cancellations: read cancellations of %s: %w", insuranceID, err)
@@ -316,7 +328,7 @@ func (s *CancellationService) history(ctx context.Context, cmd RequestCancellati
 			}
 		}
 	}
-	return history{}, fmt.Errorf("insurance %s has had %d cancellations: %w", insuranceID, maxGenerations, domain.ErrRefused)
+	return history{}, fmt.Errorf("insurance %s: %w", insuranceID, ErrTooManyCancellations)
 }
 
 // withdraw cancels the documents a refused request created before it was refused, so that a

@@ -172,11 +172,32 @@ func TestScenarioRequestCancellations(t *testing.T) {
 			t.Fatalf("appended %v", types)
 		}
 	})
+	t.Run("appended in the insurances' sorted order, answered in the request's", func(t *testing.T) {
+		sc, svc, _ := cancellationScenario(t, true)
+		var out app.CancellationsRequested
+		sc.When(request(svc, cancelCmd("", "i2", "i1"), &out)).Then(requestedEvent(d1, "i1", 0, ""), requestedEvent(d2, "i2", 0, ""))
+		if out.Cancellations[0].InsuranceID != "i2" || out.Cancellations[0].DocumentID != d2 || out.Cancellations[1].DocumentID != d1 {
+			t.Fatalf("answer %+v", out)
+		}
+	})
+	t.Run("422 after MaxCancellationsPerInsurance", func(t *testing.T) {
+		sc, svc, _ := cancellationScenario(t, true)
+		for n := 0; n < app.MaxCancellationsPerInsurance; n++ {
+			id := app.DocumentID("acme", cancelCollection, "i1", n)
+			sc.Given(cancellation.StreamName(id), requestedEvent(id, "i1", n, ""), cancellation.Canceled{At: testNow, Reason: cancellation.CanceledByClient})
+		}
+		sc.When(request(svc, cancelCmd("", "i1"), nil)).ThenError(app.ErrTooManyCancellations)
+	})
 	for _, tc := range []struct {
 		name  string
 		cmd   func() app.RequestCancellations
 		field string
 	}{
+		{"an e-mail address with control characters", func() app.RequestCancellations {
+			c := cancelCmd("", "i1")
+			c.Email = "\u0000\u001b[31m@evil.se"
+			return c
+		}, "email"},
 		{"no insurance", func() app.RequestCancellations { return cancelCmd("") }, "insuranceIds"},
 		{"a duplicate", func() app.RequestCancellations { return cancelCmd("", "i1", "i1") }, "insuranceIds[1]"},
 		{"a collection id that is no UUID", func() app.RequestCancellations {

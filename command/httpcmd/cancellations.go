@@ -34,6 +34,9 @@ const (
 	CodeCancellationNotFound = "CANCELLATION_NOT_FOUND"
 	// CodeInvalidSignature is a provider callback whose signature does not verify (401).
 	CodeInvalidSignature = "INVALID_SIGNATURE"
+	// CodeTooManyCancellations is an insurance that has had app.MaxCancellationsPerInsurance
+	// cancellations (422).
+	CodeTooManyCancellations = "TOO_MANY_CANCELLATIONS"
 )
 
 // MaxRequestCancellationsBodyBytes bounds POST /cancellations: fifty short ids and an address.
@@ -182,6 +185,9 @@ func writeCancellationError(c *gin.Context, err error) {
 	case errors.Is(err, app.ErrCancellationOfOtherUser):
 		httpapi.AbortProblem(c, http.StatusForbidden, httpapi.CodeForbiddenForSession,
 			"The session token reaches only its own user's resources.")
+	case errors.Is(err, app.ErrTooManyCancellations):
+		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeTooManyCancellations,
+			fmt.Sprintf("The insurance has had %d cancellations already; no more can be requested for it.", app.MaxCancellationsPerInsurance))
 	default:
 		writeCommandError(c, err, "The cancellation request is invalid.")
 	}
@@ -246,7 +252,9 @@ func cancellationNotFound(c *gin.Context) {
 // checked with the client's provider key before anything is read of it; a valid one is recorded
 // on the cancellation (once per event id), which sends the connector to read the process at the
 // provider. The answer says nothing of the cancellation: 204 when recorded or known, 401 for a
-// bad signature, 404 for a client or cancellation that is not there.
+// bad signature (also for a client that does not exist or has no signing configuration, so that
+// an unsigned request tells nothing of which clients exist), 404 for a cancellation that is not
+// the client's.
 func (h *handlers) providerCallback(c *gin.Context) {
 	ctx := c.Request.Context()
 	tenant := c.Param("clientId")
@@ -260,12 +268,8 @@ func (h *handlers) providerCallback(c *gin.Context) {
 		httpapi.AbortInternal(c, err)
 		return
 	}
-	if !ok {
-		httpapi.AbortProblem(c, http.StatusNotFound, httpapi.CodeNotFound, "No such client with a signing configuration.")
-		return
-	}
 	cb, err := h.deps.CallbackVerifier.VerifyCallback(key, c.Request.Header, body, h.deps.Now())
-	if err != nil {
+	if !ok || err != nil {
 		httpapi.AbortProblem(c, http.StatusUnauthorized, CodeInvalidSignature, "The callback's signature does not verify, or it is stale.")
 		return
 	}

@@ -201,7 +201,7 @@ func TestRequestCancellationsOverHTTP(t *testing.T) {
 		if got := call("acme", "forged", "e1"); got != http.StatusUnauthorized {
 			t.Fatalf("forged = %d", got)
 		}
-		if got := call("globex", callbackOK, "e1"); got != http.StatusNotFound {
+		if got := call("globex", callbackOK, "e1"); got != http.StatusUnauthorized {
 			t.Fatalf("a client without configuration = %d", got)
 		}
 		if got := call("acme", callbackOK, "e1"); got != http.StatusNoContent {

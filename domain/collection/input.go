@@ -31,8 +31,9 @@ func RequiredInputs(status Status, listed []string) []string {
 const maxInputValue = 256
 
 var (
-	// emailPattern is the spec's "<address>@<domain>": one @, no spaces, a dotted domain.
-	emailPattern = regexp.MustCompile(`^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$`)
+	// emailPattern is the spec's "<address>@<domain>": one @, no spaces or control characters
+	// (which a provider's mail system would refuse, or a terminal would run), a dotted domain.
+	emailPattern = regexp.MustCompile(`^[^@\s\x00-\x1f\x7f]+@[^@\s.\x00-\x1f\x7f]+(\.[^@\s.\x00-\x1f\x7f]+)+$`)
 	// phonePattern is the spec's "digits only, including country prefix" (E.164 without '+').
 	phonePattern = regexp.MustCompile(`^[1-9][0-9]{7,14}$`)
 )
