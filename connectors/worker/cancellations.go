@@ -355,6 +355,9 @@ type cancellationSession struct {
 	id  string
 	log *slog.Logger
 	c   *cancellation.Cancellation
+	// recorded tells whether the last mutate recorded an event: a decision that found it made
+	// already (another worker's pass, e.g. at a deadline both armed) records nothing.
+	recorded bool
 }
 
 func (s *cancellationSession) pass(ctx context.Context) error {
@@ -660,8 +663,10 @@ func (s *cancellationSession) mutate(ctx context.Context, decide func(*cancellat
 			}
 		}
 		var refused error
+		s.recorded = false
 		c, _, err := s.w.cfg.Repo.Update(ctx, s.id, s.meta(), func(c *cancellation.Cancellation) error {
 			refused = decide(c)
+			s.recorded = refused == nil && len(c.Recorded()) > 0
 			return refused
 		})
 		switch {
@@ -684,9 +689,10 @@ func (s *cancellationSession) meta() repository.Meta {
 	return repository.Meta{Tenant: s.c.ClientID(), CorrelationID: s.id, Actor: "connector:" + s.w.cfg.WorkerID}
 }
 
-// outcome counts a cancellation the connector moved, by company, status and code.
+// outcome counts a cancellation the connector moved, by company, status and code: only when
+// this pass recorded the move, so that two workers' passes over one cancellation count it once.
 func (s *cancellationSession) outcome(status cancellation.Status, code string) {
-	if m := s.w.cfg.Metrics; m != nil {
+	if m := s.w.cfg.Metrics; m != nil && s.recorded {
 		m.CancellationOutcomes.WithLabelValues(s.c.Company(), string(status), code).Inc()
 	}
 }
