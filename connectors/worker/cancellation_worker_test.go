@@ -741,6 +741,30 @@ func TestCancellationWithdrawnByTheClient(t *testing.T) {
 	}
 }
 
+// TestCancellationSignedJustBeforeItsWithdrawal: the holder signs (its callback lost) and the
+// client withdraws before the worker saw the signature: the cancellation stays CANCELED, as the
+// client asked, and the signature the provider kept is logged and counted, never silent.
+func TestCancellationSignedJustBeforeItsWithdrawal(t *testing.T) {
+	x := newCxEnv(t, cxOptions{})
+	w := x.worker(x.config("w1"))
+	id, req := x.request(cxRequest{})
+	x.handle(w, req)
+	x.waitStatus(id, cancellation.StatusPending)
+	x.waitIdle(w)
+	x.sb.Signing().SetDropCallbacks(true)
+	if _, err := x.sb.Signing().Sign(id); err != nil {
+		t.Fatal(err)
+	}
+	x.handle(w, x.withdraw(id))
+	x.waitIdle(w)
+	if c := x.loadCx(id); c.Status() != cancellation.StatusCanceled || c.IsSignedAndSealed() {
+		t.Fatalf("status %s, sealed %v", c.Status(), c.IsSignedAndSealed())
+	}
+	if got := x.outcomes(cancellation.StatusCanceled, "SIGNED_AFTER_END"); got != 1 {
+		t.Fatalf("signatures after the end counted %v, want 1", got)
+	}
+}
+
 // TestCancellationDocumentErrors: a document the provider refuses, and a template version the
 // client does not have, end DOCUMENT_ERROR with their codes and send nothing.
 func TestCancellationDocumentErrors(t *testing.T) {

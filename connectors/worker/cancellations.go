@@ -109,13 +109,13 @@ type CancellationWorker struct {
 	cancel context.CancelFunc
 	slots  chan struct{}
 
-	mu       sync.Mutex
-	running  map[string]bool // document ids with a pass running here
-	again    map[string]bool // document ids whose running pass must be followed by another
-	timers   map[string]*time.Timer
-	stopped  bool
-	wg       sync.WaitGroup
-	lastPoll map[string]time.Time
+	mu      sync.Mutex
+	running map[string]bool // document ids with a pass running here
+	again   map[string]bool // document ids whose running pass must be followed by another
+	timers  map[string]*time.Timer
+	stopped bool
+	wg      sync.WaitGroup
+	lost    map[string]bool // cancellations whose lost process was logged
 }
 
 // NewCancellationWorker builds a cancellation worker. It panics when WorkerID, Repo, Clients,
@@ -145,7 +145,7 @@ func NewCancellationWorker(cfg CancellationConfig) *CancellationWorker {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &CancellationWorker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID), ctx: ctx, cancel: cancel,
 		slots: make(chan struct{}, cfg.MaxSessions), running: map[string]bool{}, again: map[string]bool{},
-		timers: map[string]*time.Timer{}, lastPoll: map[string]time.Time{}}
+		timers: map[string]*time.Timer{}, lost: map[string]bool{}}
 }
 
 // HandleBatch starts a pass for every cancellation an event says needs one: a request (send
@@ -341,6 +341,23 @@ func (w *CancellationWorker) disarm(id string) {
 }
 
 func (w *CancellationWorker) now() time.Time { return w.cfg.Clock() }
+
+// firstLoss tells whether id's process is found lost at the provider for the first time here.
+// The set is bounded: past maxLostNoted ids it starts anew (and logs some losses again).
+func (w *CancellationWorker) firstLoss(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lost[id] {
+		return false
+	}
+	if len(w.lost) >= maxLostNoted {
+		w.lost = map[string]bool{}
+	}
+	w.lost[id] = true
+	return true
+}
+
+const maxLostNoted = 10_000
 
 // Messages of the document errors the worker records.
 const (
@@ -553,7 +570,8 @@ func (s *cancellationSession) follow(ctx context.Context) error {
 	case s.due():
 		return s.timeOut(ctx)
 	}
-	if errors.Is(err, ErrProcessNotFound) {
+	if errors.Is(err, ErrProcessNotFound) && s.w.firstLoss(s.id) {
+		// Said once per cancellation: every sweep finds it lost again until its deadline.
 		s.log.Warn("the provider has no process for a pending cancellation; it times out at its deadline")
 	}
 	s.w.arm(s.id, sent.Deadline)
@@ -614,6 +632,17 @@ func (s *cancellationSession) withdrawAtProvider(ctx context.Context) error {
 	s.providerCall("cancel", err)
 	if err != nil && !errors.Is(err, ErrProcessNotFound) && ctx.Err() == nil {
 		s.log.Warn("withdrawing the signing process at the provider failed", "error", err)
+		return nil
+	}
+	// The holder may have signed in the moment before the withdrawal (or while Samla was down):
+	// the cancellation stays withdrawn, as the client asked, but nobody may learn it from a
+	// successful withdrawal alone.
+	if p, err := s.w.cfg.Provider.SigningStatus(ctx, key, sent.ProcessID); err == nil && p.State == SigningSigned {
+		s.log.Warn("the holder signed at the provider before the withdrawal reached it; the cancellation stays "+string(s.c.Status()),
+			"signedAt", p.SignedAt)
+		if m := s.w.cfg.Metrics; m != nil {
+			m.CancellationOutcomes.WithLabelValues(s.c.Company(), string(s.c.Status()), "SIGNED_AFTER_END").Inc()
+		}
 	}
 	return nil
 }
