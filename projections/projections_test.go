@@ -25,6 +25,7 @@ import (
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/cancellations"
+	"github.com/samla/samla/projections/clientsecurity"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
@@ -476,7 +477,7 @@ func exercise(t *testing.T, m *projections.ReadModels, collections int) {
 	// event-history-v2: the history of audit summaries is projected by a consumer group of its own;
 	// users-v2: so are the users, since reservations keep their holders sealed.
 	if !reflect.DeepEqual(names, map[string]bool{"collection-status": true, "event-history-v2": true, "api-keys": true,
-		"collection-data": true, "users-v2": true, "consents": true, "cancellations": true}) {
+		"collection-data": true, "users-v2": true, "consents": true, "cancellations": true, "client-security": true}) {
 		t.Fatalf("projector names = %v", names)
 	}
 
@@ -725,7 +726,7 @@ func TestProjectorsOpenSealedEvents(t *testing.T) {
 		if p.Name() == "api-keys" {
 			continue // client events carry no personal data
 		}
-		if p.Name() == eventhistory.ProjectorName {
+		if p.Name() == eventhistory.ProjectorName || p.Name() == clientsecurity.ProjectorName {
 			if err := p.Handle(testCtx(t), sealed); err != nil {
 				t.Fatalf("%s needs no key, but: %v", p.Name(), err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/cancellations"
+	"github.com/samla/samla/projections/clientsecurity"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
@@ -34,6 +35,8 @@ type ReadModels struct {
 	Consents consents.Store
 	// Cancellations keeps the signed PDFs sealed; its Reader opens them with Keys.
 	Cancellations cancellations.Store
+	// ClientSecurity holds the clients' mTLS certificates and settings (the mTLS checks).
+	ClientSecurity clientsecurity.Store
 
 	// Metrics, when set before Projectors is called, is where the projectors that keep metrics
 	// of what they fold (consents and cancellations by status and company, authorization and
@@ -116,6 +119,11 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 		return fail(err)
 	}
 	m.Cancellations = cancellationStore
+	clientSecurity, err := openSQLiteStore(open, "client_security", clientsecurity.NewSQLite, &m.closers)
+	if err != nil {
+		return fail(err)
+	}
+	m.ClientSecurity = clientSecurity
 	return m, nil
 }
 
@@ -200,6 +208,9 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	if m.Cancellations, err = cancellations.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
+	if m.ClientSecurity, err = clientsecurity.NewClickHouse(ctx, conn); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -231,6 +242,8 @@ func (m *ReadModels) Projectors() []Projector {
 		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),
 		Opening(consents.NewProjector(m.reg, m.Consents, m.keys, m.consentMetrics()), m.keys),
 		Opening(cancellations.NewProjector(m.reg, m.Cancellations, m.keys, m.cancellationMetrics()), m.keys),
+		// Certificates and settings name no person: the events it folds carry no personal data.
+		clientsecurity.NewProjector(m.reg, m.ClientSecurity),
 	}
 }
 
@@ -270,7 +283,10 @@ func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.Consents.Reset(ctx); err != nil {
 		return err
 	}
-	return m.Cancellations.Reset(ctx)
+	if err := m.Cancellations.Reset(ctx); err != nil {
+		return err
+	}
+	return m.ClientSecurity.Reset(ctx)
 }
 
 // Close releases the databases. It is safe to call more than once.

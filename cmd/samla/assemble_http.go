@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/net/netutil"
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/httpcmd"
@@ -42,6 +45,7 @@ func (s *Service) startHTTP() error {
 			Logger: s.log, Metrics: s.metrics,
 			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
 			Sessions:  sessions.tokens, SessionUsers: sessions.users, JWKS: sessions.tokens.Keys().JWKSJSON(),
+			MTLS: s.mtlsOptions(),
 		})
 		if err := s.registerRoutes(engine, sessions); err != nil {
 			return err
@@ -63,6 +67,10 @@ func (s *Service) startHTTP() error {
 			})
 		}
 		if err := s.serve("http", s.cfg.HTTPAddr, handler); err != nil {
+			return err
+		}
+		// The same engine, without the sandbox's simulated user, on the mutual-TLS listener.
+		if err := s.startMTLS(engine); err != nil {
 			return err
 		}
 	}
@@ -129,20 +137,37 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 	return nil
 }
 
-func (s *Service) serve(name, addr string, h http.Handler) error {
+func (s *Service) serve(name, addr string, h http.Handler) error { return s.listen(name, addr, h, nil) }
+
+// listen serves h on addr, over TLS when tlsConfig is set (the mutual-TLS listener), with the
+// bounds every listener shares: header and body timeouts, a header size, a connection count.
+func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
 	}
+	if s.cfg.MaxConnections > 0 {
+		ln = netutil.LimitListener(ln, s.cfg.MaxConnections) // more wait in the backlog, unaccepted
+	}
 	// MaxHeaderBytes is far above httpapi.MaxHeaderBytes, so that the engine refuses oversize
 	// headers itself with a 431 problem; only above this hard bound does net/http answer its
 	// own plain-text 431 before any handler runs.
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: httpapi.ServerMaxHeaderBytes}
+	if tlsConfig != nil {
+		// A failed handshake (no certificate, another CA) is the client's mistake, not the
+		// server's: net/http's messages go to the debug log.
+		srv.TLSConfig = tlsConfig
+		srv.ErrorLog = slog.NewLogLogger(s.log.With("listener", name).Handler(), slog.LevelDebug)
+	}
 	s.servers = append(s.servers, srv)
 	s.addrs[name] = ln.Addr().String()
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return srv.Serve(ln) }
+		if tlsConfig != nil {
+			serve = func() error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("server failed", "listener", name, "error", err)
 			s.fail(fmt.Errorf("%s listener: %w", name, err))
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/platform/config"
+	"github.com/samla/samla/platform/mtlsca"
 	"github.com/samla/samla/platform/sessiontoken"
 )
 
@@ -57,6 +58,12 @@ type Config struct {
 	SigningProviderURL string
 	PublicURL          string
 
+	// ReadHeaderTimeout is how long a client may take to send a request's header, and
+	// MaxConnections how many connections each listener holds at once (0: no bound): slow or
+	// many clients cannot hold the server's connections.
+	ReadHeaderTimeout time.Duration
+	MaxConnections    int
+
 	// FingerprintKeyFile holds the secret of the idempotency fingerprints; empty: one generated
 	// into the data dir.
 	FingerprintKeyFile string
@@ -66,6 +73,17 @@ type Config struct {
 	SessionTTL time.Duration
 	JWTKeyFile string
 	JWTIssuer  string
+
+	// Mutual TLS (assemble_mtls.go): the listener (empty: off; off too while no CA exists), this
+	// deployment's environment (test or production: the certificates it takes), the listener's
+	// own certificate (empty: issued by the CA into the data dir) and the operator's CA files
+	// (empty: <data dir>/ca/ca.crt and ca.key).
+	MTLSAddr     string
+	Environment  string
+	MTLSCertFile string
+	MTLSKeyFile  string
+	CACertFile   string
+	CAKeyFile    string
 
 	// envErr lists the SAMLA_* variables that did not parse; validate reports them.
 	envErr error
@@ -98,6 +116,8 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.LogFormat, "log-format", env.String("SAMLA_LOG_FORMAT", "text"), "text or json [SAMLA_LOG_FORMAT]")
 	fs.Float64Var(&c.RateLimit, "rate-limit", env.Float("SAMLA_RATE_LIMIT", 50), "requests per second per client [SAMLA_RATE_LIMIT]")
 	fs.IntVar(&c.RateBurst, "rate-burst", env.Int("SAMLA_RATE_BURST", 100), "burst of requests per client [SAMLA_RATE_BURST]")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", env.Duration("SAMLA_READ_HEADER_TIMEOUT", 10*time.Second), "how long a client may take to send a request's header before its connection is closed [SAMLA_READ_HEADER_TIMEOUT]")
+	fs.IntVar(&c.MaxConnections, "max-connections", env.Int("SAMLA_MAX_CONNECTIONS", 10000), "connections each listener (API, ops) holds at once; more wait to be accepted; 0: no bound [SAMLA_MAX_CONNECTIONS]")
 	fs.DurationVar(&c.StaleClaimAfter, "stale-claim-after", env.Duration("SAMLA_STALE_CLAIM_AFTER", worker.DefaultStaleClaimAfter), "another worker may take over a collection whose worker recorded nothing for this long [SAMLA_STALE_CLAIM_AFTER]")
 	fs.DurationVar(&c.MockSignDelay, "mock-sign-delay", env.Duration("SAMLA_MOCK_SIGN_DELAY", time.Second), "how long the simulated user of the MOCK login method takes to sign [SAMLA_MOCK_SIGN_DELAY]")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.Duration("SAMLA_SHUTDOWN_TIMEOUT", 15*time.Second), "graceful shutdown limit [SAMLA_SHUTDOWN_TIMEOUT]")
@@ -115,6 +135,12 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.DurationVar(&c.SigningPoll, "signing-poll", env.Duration("SAMLA_SIGNING_POLL", worker.DefaultSigningPollInterval), "how often pending signatures are read at the signing provider, the most a lost callback delays one [SAMLA_SIGNING_POLL]")
 	fs.StringVar(&c.SigningProviderURL, "signing-provider-url", env.String("SAMLA_SIGNING_PROVIDER_URL", ""), "base URL of the signing provider's API (empty: the sandbox's) [SAMLA_SIGNING_PROVIDER_URL]")
 	fs.StringVar(&c.PublicURL, "public-url", env.String("SAMLA_PUBLIC_URL", ""), "Samla's public base URL, for the signing provider's callbacks (empty: http:// and the API listener's address) [SAMLA_PUBLIC_URL]")
+	fs.StringVar(&c.MTLSAddr, "mtls-addr", env.String("SAMLA_MTLS_ADDR", "127.0.0.1:8443"), "mutual-TLS listener of the API; off when empty or while no CA exists (samla ca init) [SAMLA_MTLS_ADDR]")
+	fs.StringVar(&c.Environment, "environment", env.String("SAMLA_ENVIRONMENT", "test"), "test or production: the mutual-TLS listener takes only client certificates signed for it [SAMLA_ENVIRONMENT]")
+	fs.StringVar(&c.MTLSCertFile, "mtls-cert-file", env.String("SAMLA_MTLS_CERT_FILE", ""), "PEM certificate (chain) of the mutual-TLS listener; empty: one the CA issues for localhost and 127.0.0.1 into <data dir>/mtls [SAMLA_MTLS_CERT_FILE]")
+	fs.StringVar(&c.MTLSKeyFile, "mtls-key-file", env.String("SAMLA_MTLS_KEY_FILE", ""), "PEM private key of --mtls-cert-file [SAMLA_MTLS_KEY_FILE]")
+	fs.StringVar(&c.CACertFile, "ca-cert-file", env.String("SAMLA_CA_CERT_FILE", ""), "the operator's CA certificate, which client certificates must chain to (default <data dir>/ca/ca.crt) [SAMLA_CA_CERT_FILE]")
+	fs.StringVar(&c.CAKeyFile, "ca-key-file", env.String("SAMLA_CA_KEY_FILE", ""), "the CA's private key, for samla ca sign and for issuing the listener's certificate (default <data dir>/ca/ca.key) [SAMLA_CA_KEY_FILE]")
 	c.envErr = env.Err()
 	return c
 }
@@ -143,6 +169,10 @@ func (c *Config) validate() error {
 	positive("signing-timeout", c.SigningTimeout)
 	positive("signing-poll", c.SigningPoll)
 	positive("session-ttl", c.SessionTTL)
+	positive("read-header-timeout", c.ReadHeaderTimeout)
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("--max-connections must not be negative, not %d", c.MaxConnections))
+	}
 	if c.SessionTTL > sessiontoken.MaxTTL {
 		// A session token cannot be revoked on its own; a long-lived one is a mistake.
 		errs = append(errs, fmt.Errorf("--session-ttl must be at most %s, not %s", sessiontoken.MaxTTL, c.SessionTTL))
@@ -165,13 +195,20 @@ func (c *Config) validate() error {
 	}
 	// Listeners are checked here, before anything starts, rather than found bad after the
 	// stores and the broker have opened.
-	for _, l := range []struct{ flag, addr string }{{"http-addr", c.HTTPAddr}, {"ops-addr", c.OpsAddr}, {"sandbox-addr", c.SandboxAddr}} {
-		if l.addr == "" && l.flag == "ops-addr" {
-			continue // no ops listener
+	for _, l := range []struct{ flag, addr string }{{"http-addr", c.HTTPAddr}, {"ops-addr", c.OpsAddr}, {"sandbox-addr", c.SandboxAddr},
+		{"mtls-addr", c.MTLSAddr}} {
+		if l.addr == "" && (l.flag == "ops-addr" || l.flag == "mtls-addr") {
+			continue // no ops or mTLS listener
 		}
 		if _, port, err := net.SplitHostPort(l.addr); err != nil || port == "" {
 			errs = append(errs, fmt.Errorf("--%s %q must be host:port", l.flag, l.addr))
 		}
+	}
+	if c.Environment != "test" && c.Environment != "production" {
+		errs = append(errs, fmt.Errorf("--environment must be test or production, not %q", c.Environment))
+	}
+	if (c.MTLSCertFile == "") != (c.MTLSKeyFile == "") {
+		errs = append(errs, errors.New("--mtls-cert-file and --mtls-key-file go together"))
 	}
 	if c.KafkaBrokers != "" && len(c.Brokers()) == 0 {
 		// Silently running the embedded broker instead of the cluster someone meant to name
@@ -226,4 +263,16 @@ func (c *Config) Brokers() []string {
 		}
 	}
 	return out
+}
+
+// CAFiles is where the operator's CA is kept: the files given, or <data dir>/ca/.
+func (c *Config) CAFiles() mtlsca.Files {
+	files := mtlsca.DefaultFiles(c.DataDir)
+	if c.CACertFile != "" {
+		files.Cert = c.CACertFile
+	}
+	if c.CAKeyFile != "" {
+		files.Key = c.CAKeyFile
+	}
+	return files
 }

@@ -43,6 +43,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		roleCommand("connect", "Run the connector workers (and the sandbox companies unless --sandbox=false)", Roles{Connect: true}, stdout, stderr),
 		projectionsCommand(stdout, stderr),
 		clientsCommand(stdout, stderr),
+		caCommand(stdout, stderr),
 		keysCommand(stdout, stderr),
 		sessionsCommand(stdout, stderr),
 		sandboxCommand(stdout, stderr),
@@ -101,6 +102,9 @@ func roleCommand(use, short string, roles Roles, stdout, stderr io.Writer) *cobr
 func printWelcome(w io.Writer, svc *Service) {
 	base := "http://" + svc.HTTPAddr()
 	fmt.Fprintf(w, "\nSamla is running.\n  API:     %s\n  Metrics: http://%s/metrics\n", base, svc.OpsAddr())
+	if addr := svc.MTLSAddr(); addr != "" {
+		fmt.Fprintf(w, "  mTLS:    https://%s (%s environment; a client certificate of the CA required)\n", addr, svc.cfg.Environment)
+	}
 	key := svc.BootstrapAPIKey()
 	if key == "" {
 		return
@@ -163,7 +167,7 @@ func clientsCommand(stdout, stderr io.Writer) *cobra.Command {
 		fmt.Fprintf(stdout, "client %s created; its API key (shown once): %s\n", *id, key)
 		return nil
 	}
-	cmd.AddCommand(create, signingCommand(stdout, stderr))
+	cmd.AddCommand(create, signingCommand(stdout, stderr), clientsSetCommand(stdout, stderr))
 	return cmd
 }
 

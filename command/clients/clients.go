@@ -27,8 +27,9 @@ const SandboxClientID = "sandbox"
 const BootstrapKeyFile = "bootstrap-api-key"
 
 // Repository is the port to the event-sourced clients (*repository.Repository[*client.Client]
-// satisfies it): the one way to change one.
+// satisfies it): the one way to change one, and Load to read one.
 type Repository interface {
+	Load(ctx context.Context, clientID string) (*client.Client, error)
 	Update(ctx context.Context, clientID string, meta repository.Meta, decide func(*client.Client) error,
 		opts ...repository.UpdateOption) (*client.Client, eventstore.AppendResult, error)
 }

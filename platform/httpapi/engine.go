@@ -40,6 +40,9 @@ type Options struct {
 	// JWKS, when set, is served at JWKSPath without authentication: the session tokens' public
 	// keys as a JWK Set (sessiontoken.KeySet.JWKSJSON).
 	JWKS []byte
+	// MTLS checks client certificates on the mutual-TLS listener (requests that MTLSListener
+	// marks) and refuses mTLS-only clients' API keys elsewhere; see mtls.go.
+	MTLS MTLSOptions
 }
 
 // NewEngine builds the Gin engine every API role mounts its routes on, with the whole middleware
@@ -48,7 +51,8 @@ type Options struct {
 //
 // The chain, outermost first: request/correlation ids → metrics and access log → recovery →
 // Service-Version → header limits (431) → canonical path (404) → authentication (API key and
-// user sessions, with the sessions' route scope: 403) → rate limit → query parameters given
+// user sessions, with the sessions' route scope: 403) → mutual TLS (the client certificate on
+// the mTLS listener, mTLS-only clients elsewhere: 401) → rate limit → query parameters given
 // once (400) → body limit → JSON content type. Metrics sit outside recovery so panics count as the 500s they
 // become; the version is negotiated before anything can refuse the request, so that even a 401
 // says which version it speaks. A listener serving the engine sets its http.Server's
@@ -59,6 +63,9 @@ func NewEngine(opts Options) *gin.Engine {
 	}
 	if (opts.Sessions == nil) != (opts.SessionUsers == nil) {
 		panic("httpapi.NewEngine: Options.Sessions and Options.SessionUsers go together")
+	}
+	if opts.MTLS.Lookup != nil && opts.MTLS.Environment != "test" && opts.MTLS.Environment != "production" {
+		panic("httpapi.NewEngine: Options.MTLS.Environment must be test or production")
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -87,7 +94,7 @@ func NewEngine(opts Options) *gin.Engine {
 	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware,
 		limitHeaders, canonicalPath}
 	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now),
-		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers}))
+		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers}), mutualTLS(opts.MTLS, now))
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))
 	}
@@ -97,6 +104,7 @@ func NewEngine(opts Options) *gin.Engine {
 	}
 	chain = append(chain, singleQueryValues,
 		bodyLimit(maxBody, &largeBodies{sem: semaphore.NewWeighted(budget), budget: budget, wait: LargeBodyWait}), requireJSON)
+	e.Use(securityHeaders) // outermost: every answer, a 404, 405 or recovered panic too, carries the security headers
 	e.Use(chain...)
 
 	e.NoRoute(func(c *gin.Context) {

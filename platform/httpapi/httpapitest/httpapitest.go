@@ -1,5 +1,5 @@
-// Package httpapitest holds what the HTTP handlers' tests share: an in-memory key lookup, a
-// request helper and a check of problem+json answers.
+// Package httpapitest holds what the HTTP handlers' tests share: an in-memory key lookup and
+// mutual-TLS lookup, a request helper and a check of problem+json answers.
 package httpapitest
 
 import (
@@ -22,6 +22,30 @@ func (k Keys) Lookup(_ context.Context, apiKey string) (string, error) {
 		return id, nil
 	}
 	return "", httpapi.ErrKeyNotFound
+}
+
+// MTLS is an httpapi.MTLSLookup over maps: certificates by serial, and the clients set to
+// mTLS-only. Err, when set, is every lookup's answer.
+type MTLS struct {
+	Certificates map[string]httpapi.ClientCertificate
+	Only         map[string]bool
+	Err          error
+}
+
+// CertificateBySerial implements httpapi.MTLSLookup.
+func (m MTLS) CertificateBySerial(_ context.Context, serial string) (httpapi.ClientCertificate, error) {
+	if m.Err != nil {
+		return httpapi.ClientCertificate{}, m.Err
+	}
+	if c, ok := m.Certificates[serial]; ok {
+		return c, nil
+	}
+	return httpapi.ClientCertificate{}, httpapi.ErrCertificateNotFound
+}
+
+// MTLSOnly implements httpapi.MTLSLookup.
+func (m MTLS) MTLSOnly(_ context.Context, clientID string) (bool, error) {
+	return m.Only[clientID], m.Err
 }
 
 // Get serves a GET of path with API key key and, unless it is empty, Service-Version version.
