@@ -3,7 +3,6 @@ package pdfletter
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/ledongthuc/pdf"
@@ -57,19 +56,31 @@ func Text(b []byte) (text string, err error) {
 			text, err = "", fmt.Errorf("%w: %v", ErrNotPDF, r)
 		}
 	}()
+	// Nor does it bound what a forged file asks of it (see checkXref and letterPages): the
+	// structure is checked before and while it is read.
+	if err := checkXref(b); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotPDF, err)
+	}
 	r, err := pdf.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNotPDF, err)
 	}
-	rd, err := r.GetPlainText()
+	pages, err := letterPages(r, len(b))
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNotPDF, err)
 	}
-	out, err := io.ReadAll(io.LimitReader(rd, MaxSize))
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotPDF, err)
+	var out strings.Builder
+	for _, p := range pages {
+		s, err := p.GetPlainText(nil)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrNotPDF, err)
+		}
+		out.WriteString(s)
 	}
-	return string(out), nil
+	if out.Len() > MaxSize {
+		return out.String()[:MaxSize], nil
+	}
+	return out.String(), nil
 }
 
 func contains(lines []string, s string) bool {

@@ -38,8 +38,11 @@ func Same(a, b string) bool {
 
 // foldDiacritics removes the accents that Unicode writes as a base letter plus a combining mark
 // (å, ä, ö, é, ñ, the Polish ę and ś, the Icelandic ó …): decompose, drop the marks, compose
-// what is left.
-var foldDiacritics = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// what is left. A transform.Chain keeps state between its calls, so every fold makes its own:
+// one shared chain is a data race between goroutines that match names at the same time.
+func foldDiacritics() transform.Transformer {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}
 
 // foldLetters maps the letters that Unicode does not decompose, so that foldDiacritics leaves
 // them alone, to the Latin letters a register without them writes instead (the replacements
@@ -67,7 +70,7 @@ var foldLetters = strings.NewReplacer(
 // fold lower-cases a name and removes every diacritic, so that only its spelling is left.
 func fold(name string) string {
 	folded := foldLetters.Replace(strings.ToLower(name))
-	if stripped, _, err := transform.String(foldDiacritics, folded); err == nil {
+	if stripped, _, err := transform.String(foldDiacritics(), folded); err == nil {
 		folded = stripped
 	}
 	return folded
