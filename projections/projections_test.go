@@ -452,12 +452,12 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 		}
 	}
 	for plain, tenant := range w.keys {
-		if got, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); err != nil || got != tenant {
-			t.Fatalf("Lookup(%s) = %q, %v; want %s", plain, got, err, tenant)
+		if got, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain), time.Now()); err != nil || got.ClientID != tenant {
+			t.Fatalf("Lookup(%s) = %+v, %v; want %s", plain, got, err, tenant)
 		}
 	}
 	for _, plain := range w.revoked {
-		if _, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain)); !errors.Is(err, readdb.ErrNotFound) {
+		if _, err := m.APIKeys.Lookup(ctx, client.HashAPIKey(plain), time.Now()); !errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("revoked key %s: %v", plain, err)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/projections/apikeys"
 	"github.com/samla/samla/projections/cancellations"
+	"github.com/samla/samla/projections/clientsecurity"
 	"github.com/samla/samla/projections/collectiondata"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
@@ -43,8 +44,12 @@ func (s *Service) startHTTP() error {
 		engine := httpapi.NewEngine(httpapi.Options{
 			Keys:   apikeys.NewReader(s.models.APIKeys),
 			Logger: s.log, Metrics: s.metrics,
-			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst},
-			Sessions:  sessions.tokens, SessionUsers: sessions.users, JWKS: sessions.tokens.Keys().JWKSJSON(),
+			// Each client's own rate limit comes from the client-security read model, behind
+			// the limiter's cache of a few seconds; the configured one is the default.
+			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst,
+				Clients: clientsecurity.NewReader(s.models.ClientSecurity)},
+			AuthFailures: httpapi.AuthFailureLimit{Max: s.cfg.AuthFailureLimit, Disabled: s.cfg.AuthFailureLimit == 0},
+			Sessions:     sessions.tokens, SessionUsers: sessions.users, JWKS: sessions.tokens.Keys().JWKSJSON(),
 			MTLS: s.mtlsOptions(),
 		})
 		if err := s.registerRoutes(engine, sessions); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/platform/config"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/mtlsca"
 	"github.com/samla/samla/platform/sessiontoken"
 )
@@ -32,7 +33,7 @@ type Config struct {
 	WorkerID         string
 	LogLevel         string
 	LogFormat        string
-	RateLimit        float64
+	RateLimit        float64 // every client's default; a client's own (samla clients set) replaces it
 	RateBurst        int
 	StaleClaimAfter  time.Duration
 	MockSignDelay    time.Duration
@@ -63,6 +64,10 @@ type Config struct {
 	// many clients cannot hold the server's connections.
 	ReadHeaderTimeout time.Duration
 	MaxConnections    int
+
+	// AuthFailureLimit is how many failed authentications one source address may make per
+	// minute before it is refused (429); 0: no limit (a reverse proxy limits them).
+	AuthFailureLimit int
 
 	// FingerprintKeyFile holds the secret of the idempotency fingerprints; empty: one generated
 	// into the data dir.
@@ -114,8 +119,9 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.WorkerID, "worker-id", env.String("SAMLA_WORKER_ID", ""), "connector worker identity; stable across restarts so a worker resumes its sessions (default: from the data dir or host name) [SAMLA_WORKER_ID]")
 	fs.StringVar(&c.LogLevel, "log-level", env.String("SAMLA_LOG_LEVEL", "info"), "debug, info, warn or error [SAMLA_LOG_LEVEL]")
 	fs.StringVar(&c.LogFormat, "log-format", env.String("SAMLA_LOG_FORMAT", "text"), "text or json [SAMLA_LOG_FORMAT]")
-	fs.Float64Var(&c.RateLimit, "rate-limit", env.Float("SAMLA_RATE_LIMIT", 50), "requests per second per client [SAMLA_RATE_LIMIT]")
-	fs.IntVar(&c.RateBurst, "rate-burst", env.Int("SAMLA_RATE_BURST", 100), "burst of requests per client [SAMLA_RATE_BURST]")
+	fs.Float64Var(&c.RateLimit, "rate-limit", env.Float("SAMLA_RATE_LIMIT", httpapi.DefaultRatePerSecond), "default requests per second per client; a client's own (samla clients set --rate-limit) replaces it [SAMLA_RATE_LIMIT]")
+	fs.IntVar(&c.RateBurst, "rate-burst", env.Int("SAMLA_RATE_BURST", httpapi.DefaultRateBurst), "default burst of requests per client; a client's own (samla clients set --burst) replaces it [SAMLA_RATE_BURST]")
+	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", env.Int("SAMLA_AUTH_FAILURE_LIMIT", httpapi.DefaultAuthFailureMax), "failed authentications (bad API keys or session tokens) one source address may make per minute; more are refused with 429 before any lookup. The connection's address counts, never X-Forwarded-For: behind a reverse proxy set 0 (off) and limit them at the proxy [SAMLA_AUTH_FAILURE_LIMIT]")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", env.Duration("SAMLA_READ_HEADER_TIMEOUT", 10*time.Second), "how long a client may take to send a request's header before its connection is closed [SAMLA_READ_HEADER_TIMEOUT]")
 	fs.IntVar(&c.MaxConnections, "max-connections", env.Int("SAMLA_MAX_CONNECTIONS", 10000), "connections each listener (API, ops) holds at once; more wait to be accepted; 0: no bound [SAMLA_MAX_CONNECTIONS]")
 	fs.DurationVar(&c.StaleClaimAfter, "stale-claim-after", env.Duration("SAMLA_STALE_CLAIM_AFTER", worker.DefaultStaleClaimAfter), "another worker may take over a collection whose worker recorded nothing for this long [SAMLA_STALE_CLAIM_AFTER]")
@@ -185,6 +191,9 @@ func (c *Config) validate() error {
 	}
 	if c.RateLimit <= 0 || c.RateBurst < 1 {
 		errs = append(errs, fmt.Errorf("--rate-limit must be positive and --rate-burst at least 1, not %g and %d", c.RateLimit, c.RateBurst))
+	}
+	if c.AuthFailureLimit < 0 {
+		errs = append(errs, fmt.Errorf("--auth-failure-limit must not be negative, not %d", c.AuthFailureLimit))
 	}
 	if c.KafkaPartitions < 1 || c.MaxSessions < 1 || c.SandboxLatencyMS < 0 {
 		errs = append(errs, fmt.Errorf("--kafka-partitions and --max-sessions must be at least 1 and --sandbox-latency-ms not negative, not %d, %d and %d",

@@ -32,6 +32,9 @@ func testConfig(t testing.TB, dataDir string) *Config {
 	cfg.WorkerID = "e2e-worker"
 	cfg.CompanyPoll = 50 * time.Millisecond
 	cfg.RateLimit, cfg.RateBurst = 1000, 1000
+	// Every test calls from 127.0.0.1, and some send dozens of bad credentials on purpose (the
+	// isolation walk); keys_e2e_test.go tests the limit itself with its default.
+	cfg.AuthFailureLimit = 10_000
 	return cfg
 }
 

@@ -168,6 +168,7 @@ func clientsCommand(stdout, stderr io.Writer) *cobra.Command {
 		return nil
 	}
 	cmd.AddCommand(create, signingCommand(stdout, stderr), clientsSetCommand(stdout, stderr))
+	cmd.AddCommand(clientKeyCommands(stdout, stderr)...)
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
@@ -111,4 +112,75 @@ func FindCertificateClient(ctx context.Context, events EventReader, reg *eventsc
 		}
 		after = next
 	}
+}
+
+// RotatedKey is the outcome of RotateKey: the new key, shown once and never stored, and what
+// became of the client's other keys.
+type RotatedKey struct {
+	Key   string
+	KeyID string
+	// Retiring are the other keys that still authenticate until their ValidUntil (a grace
+	// above zero; a key already retiring earlier keeps its earlier end); Revoked are the ids of
+	// those revoked at once (a zero grace).
+	Retiring []client.APIKey
+	Revoked  []string
+}
+
+// RotateKey issues a new key to the client and retires its other active keys after grace
+// (client.api-key-issued, then client.api-key-retiring per key, or client.api-key-revoked for a
+// zero grace), in one append. A grace out of range (0 to client.MaxKeyGrace) is a
+// *domain.FieldError; a client that does not exist is domain.ErrConflict.
+func (s *Service) RotateKey(ctx context.Context, clientID string, grace time.Duration) (RotatedKey, error) {
+	key, err := GenerateAPIKey(clientID)
+	if err != nil {
+		return RotatedKey{}, err
+	}
+	id := keyID(key)
+	now := s.now()
+	revokedBefore := map[string]bool{}
+	c, _, err := s.repo.Update(ctx, clientID, meta(clientID), func(c *client.Client) error {
+		clear(revokedBefore) // the decision may run again on a concurrent change
+		for _, k := range c.APIKeys() {
+			revokedBefore[k.ID] = k.Revoked
+		}
+		return c.RotateAPIKey(id, key, grace, now)
+	})
+	if err != nil {
+		return RotatedKey{}, fmt.Errorf("rotate the API key of %s: %w", clientID, err)
+	}
+	out := RotatedKey{Key: key, KeyID: id}
+	for _, k := range c.APIKeys() {
+		switch {
+		case k.ID == id:
+		case k.Revoked && !revokedBefore[k.ID]:
+			out.Revoked = append(out.Revoked, k.ID)
+		case k.ActiveAt(now) && !k.ValidUntil.IsZero():
+			out.Retiring = append(out.Retiring, k)
+		}
+	}
+	return out, nil
+}
+
+// RevokeKey revokes one of the client's keys by its id (client.api-key-revoked); revoking a
+// revoked key records nothing. A key id the client does not have is domain.ErrConflict.
+func (s *Service) RevokeKey(ctx context.Context, clientID, keyID string) error {
+	if _, _, err := s.repo.Update(ctx, clientID, meta(clientID), func(c *client.Client) error {
+		return c.RevokeAPIKey(keyID, s.now())
+	}); err != nil {
+		return fmt.Errorf("revoke API key %s of %s: %w", keyID, clientID, err)
+	}
+	return nil
+}
+
+// Keys lists the client's keys in the order they were issued: ids, times and status, never a
+// hash. A client that does not exist is ErrUnknownClient.
+func (s *Service) Keys(ctx context.Context, clientID string) ([]client.APIKey, error) {
+	c, err := s.repo.Load(ctx, clientID)
+	if err != nil {
+		return nil, fmt.Errorf("keys of %s: %w", clientID, err)
+	}
+	if !c.Exists() {
+		return nil, fmt.Errorf("client %s: %w", clientID, ErrUnknownClient)
+	}
+	return c.APIKeys(), nil
 }

@@ -136,8 +136,10 @@ func (c *Client) Template(version int) (string, bool) {
 func (c *Client) DataSubject() string { return domain.ClientSubject(c.id) }
 
 type apiKey struct {
-	hash    string
-	revoked bool
+	hash      string
+	issuedAt  time.Time
+	revoked   bool
+	revokedAt time.Time
 	// validUntil is when a retiring key stops authenticating, zero for none.
 	validUntil time.Time
 }
@@ -165,10 +167,10 @@ func (c *Client) Apply(e domain.Event) error {
 		c.id, c.name, c.sandbox = ev.ClientID, ev.Name, ev.Sandbox
 		c.keys = map[string]apiKey{}
 	case APIKeyIssued:
-		c.keys[ev.KeyID] = apiKey{hash: ev.KeyHash}
+		c.keys[ev.KeyID] = apiKey{hash: ev.KeyHash, issuedAt: ev.IssuedAt}
 	case APIKeyRevoked:
 		k := c.keys[ev.KeyID]
-		k.revoked = true
+		k.revoked, k.revokedAt = true, ev.RevokedAt
 		c.keys[ev.KeyID] = k
 	case SigningConfigured:
 		if c.signing.templates == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/samla/samla/domain"
@@ -110,6 +111,37 @@ func (c *Client) Settings() Settings { return c.settings }
 
 // KeyValidUntil is when a retiring key stops authenticating; zero for a key without an end.
 func (c *Client) KeyValidUntil(keyID string) time.Time { return c.keys[keyID].validUntil }
+
+// APIKey is what the client's events tell of one of its keys, for the operator: never its hash.
+type APIKey struct {
+	ID        string
+	IssuedAt  time.Time
+	Revoked   bool
+	RevokedAt time.Time // zero unless revoked
+	// ValidUntil is when a retiring key (the old key of a rotation) stops authenticating; zero
+	// for a key without an end.
+	ValidUntil time.Time
+}
+
+// ActiveAt reports whether the key authenticates at now: not revoked, not past its retirement.
+func (k APIKey) ActiveAt(now time.Time) bool {
+	return !k.Revoked && (k.ValidUntil.IsZero() || now.Before(k.ValidUntil))
+}
+
+// APIKeys lists the client's keys in the order they were issued (by key id within one instant).
+func (c *Client) APIKeys() []APIKey {
+	out := make([]APIKey, 0, len(c.keys))
+	for id, k := range c.keys {
+		out = append(out, APIKey{ID: id, IssuedAt: k.issuedAt, Revoked: k.revoked, RevokedAt: k.revokedAt, ValidUntil: k.validUntil})
+	}
+	slices.SortFunc(out, func(a, b APIKey) int {
+		if c := a.IssuedAt.Compare(b.IssuedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
 
 // ActiveKeyHashesAt lists the hashes of the keys that authenticate at now: not revoked, and not
 // past a retirement.

@@ -80,4 +80,47 @@ func TestSecuritySettings(t *testing.T) {
 			Then(client.APIKeyIssued{KeyID: "k2", KeyHash: client.HashAPIKey(next), IssuedAt: t0}, client.APIKeyRevoked{KeyID: "k1", RevokedAt: t0})
 		sc(t).Given(registered, issued).When(func(c *client.Client) error { return c.RotateAPIKey("k2", next, -time.Second, t0) }).ThenFieldError("grace")
 	})
+
+	t.Run("the keys as the operator sees them: ids, times and status, no hash", func(t *testing.T) {
+		const second, third = "samla_acme_1111111111111111111111111111111111", "samla_acme_2222222222222222222222222222222222"
+		issued := client.APIKeyIssued{KeyID: "k1", KeyHash: client.HashAPIKey(key), IssuedAt: t0}
+		t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+		sc(t).Given(registered, issued).When(func(c *client.Client) error {
+			if err := c.RotateAPIKey("k2", second, time.Hour, t1); err != nil {
+				return err
+			}
+			if err := c.RotateAPIKey("k3", third, 2*time.Hour, t2); err != nil {
+				return err
+			}
+			if err := c.RevokeAPIKey("k2", t2); err != nil {
+				return err
+			}
+			want := []client.APIKey{
+				{ID: "k1", IssuedAt: t0, ValidUntil: t1.Add(time.Hour)}, // the earlier end stays
+				{ID: "k2", IssuedAt: t1, Revoked: true, RevokedAt: t2, ValidUntil: t2.Add(2 * time.Hour)},
+				{ID: "k3", IssuedAt: t2},
+			}
+			got := c.APIKeys()
+			if len(got) != len(want) {
+				t.Fatalf("keys %+v", got)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("key %d = %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			for at, active := range map[time.Time][]bool{t2: {true, false, true}, t1.Add(time.Hour): {false, false, true}} {
+				for i, k := range got {
+					if k.ActiveAt(at) != active[i] {
+						t.Errorf("%s active at %s: %v", k.ID, at, k.ActiveAt(at))
+					}
+				}
+			}
+			return nil
+		}).Then(client.APIKeyIssued{KeyID: "k2", KeyHash: client.HashAPIKey(second), IssuedAt: t1},
+			client.APIKeyRetiring{KeyID: "k1", ValidUntil: t1.Add(time.Hour), At: t1},
+			client.APIKeyIssued{KeyID: "k3", KeyHash: client.HashAPIKey(third), IssuedAt: t2},
+			client.APIKeyRetiring{KeyID: "k2", ValidUntil: t2.Add(2 * time.Hour), At: t2},
+			client.APIKeyRevoked{KeyID: "k2", RevokedAt: t2})
+	})
 }

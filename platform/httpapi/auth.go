@@ -15,19 +15,34 @@ import (
 // HeaderAPIKey carries the client's API key.
 const HeaderAPIKey = "Authorization-token"
 
+// headerAPIKeyCanonical is HeaderAPIKey as net/http keys it, so that reading it on every
+// request converts nothing.
+var headerAPIKeyCanonical = http.CanonicalHeaderKey(HeaderAPIKey)
+
 // KeyLookup finds the client that owns an API key. How keys are stored (the client aggregate
 // keeps only their hashes) is the lookup's business. It returns an error wrapping
-// ErrKeyNotFound for a key that is unknown or revoked; any other error is a fault of the lookup
-// itself (503).
+// ErrKeyNotFound for a key that is unknown, revoked or past its retirement; any other error is
+// a fault of the lookup itself (503).
 type KeyLookup interface {
 	Lookup(ctx context.Context, apiKey string) (clientID string, err error)
 }
 
-// ErrKeyNotFound is what a KeyLookup returns (wrapped) for an unknown or revoked key.
+// ErrKeyNotFound is what a KeyLookup returns (wrapped) for an unknown, revoked or retired key.
 var ErrKeyNotFound = errors.New("api key not found")
 
-// AuthCacheConfig bounds the authentication cache. Revoking a key takes effect after at most
-// PositiveTTL; a newly issued key works after at most NegativeTTL if it was tried before.
+// ExpiringKeyLookup is a KeyLookup whose keys may end at a known instant: the old key of a
+// rotation, valid for a grace period. The authentication cache keeps such a key no longer than
+// its end, so that it stops working at that instant, not up to PositiveTTL later.
+type ExpiringKeyLookup interface {
+	KeyLookup
+	// LookupValidUntil is Lookup, and the instant the key stops authenticating (zero: none).
+	LookupValidUntil(ctx context.Context, apiKey string) (clientID string, validUntil time.Time, err error)
+}
+
+// AuthCacheConfig bounds the authentication cache. Revoking a key takes effect on every node
+// within PositiveTTL of the node's read model showing it; a newly issued key works after at most
+// NegativeTTL if it was tried before. A retiring key (ExpiringKeyLookup) is cached no longer
+// than its end.
 type AuthCacheConfig struct {
 	PositiveTTL time.Duration
 	NegativeTTL time.Duration
@@ -35,9 +50,10 @@ type AuthCacheConfig struct {
 }
 
 // Defaults of the authentication cache: long enough to keep key lookups off the per-request
-// path under load, short enough that a revoked key stops working within seconds.
+// path under load (one lookup per key and node every 5 s), short enough that a revoked key
+// stops working within seconds.
 const (
-	DefaultAuthPositiveTTL = 10 * time.Second
+	DefaultAuthPositiveTTL = 5 * time.Second
 	DefaultAuthNegativeTTL = time.Second
 	DefaultAuthMaxEntries  = 10_000
 )
@@ -93,12 +109,18 @@ func (a *authCache) get(hash cacheKey) (authEntry, bool) {
 	return e, true
 }
 
-func (a *authCache) put(hash cacheKey, clientID string) {
+// put caches a lookup: clientID "" for a bad key, validUntil the end of a retiring key (zero:
+// none), before which the entry expires.
+func (a *authCache) put(hash cacheKey, clientID string, validUntil time.Time) {
 	ttl := a.cfg.PositiveTTL
 	if clientID == "" {
 		ttl = a.cfg.NegativeTTL
 	}
 	now := a.now()
+	expires := now.Add(ttl)
+	if !validUntil.IsZero() && validUntil.Before(expires) {
+		expires = validUntil
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, exists := a.entries[hash]; !exists && len(a.entries) >= a.cfg.MaxEntries {
@@ -116,7 +138,7 @@ func (a *authCache) put(hash cacheKey, clientID string) {
 			delete(a.entries, k)
 		}
 	}
-	a.entries[hash] = authEntry{clientID: clientID, expires: now.Add(ttl)}
+	a.entries[hash] = authEntry{clientID: clientID, expires: expires}
 }
 
 func (a *authCache) len() int {
@@ -135,17 +157,30 @@ func isPublicRoute(route string) bool {
 	return route == "/health" || route == JWKSPath || route == SigningCallbackPath
 }
 
-func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth) gin.HandlerFunc {
+// authenticate finds the request's principal: an API key's client, a user's session, or both.
+//
+// Keys are never compared as strings: a key is found by its SHA-256 digest, here in the cache
+// (a map keyed by the digest) and in the key store (the digest its primary key). An attacker
+// who measures how long a lookup takes learns about digests of its own guesses, not about any
+// stored key. Session tokens are checked by their Ed25519 signature.
+//
+// A source that failed too often (failures) is refused before anything is looked up.
+func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failures *failureLimiter) gin.HandlerFunc {
+	expiring, _ := keys.(ExpiringKeyLookup)
 	return func(c *gin.Context) {
 		if isPublicRoute(c.FullPath()) {
 			c.Next()
 			return
 		}
-		token, hasToken, ok := bearerToken(c, sessions)
+		gate := failures.gate(c.Request)
+		if gate.refuse(c) {
+			return
+		}
+		token, hasToken, ok := bearerToken(c, sessions, gate)
 		if !ok {
 			return
 		}
-		sent := c.Request.Header.Values(HeaderAPIKey)
+		sent := c.Request.Header[headerAPIKeyCanonical]
 		if len(sent) > 1 {
 			// Which of several keys counts is not for the server to guess: taking the first
 			// would let a proxy's or another client's key act for this one.
@@ -159,7 +194,7 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth) gin.Ha
 		}
 		if key == "" && hasToken {
 			// The token alone: its audience is the client.
-			if authenticateSession(c, sessions, token, "") {
+			if authenticateSession(c, sessions, gate, token, "") {
 				c.Next()
 			}
 			return
@@ -176,7 +211,16 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth) gin.Ha
 		entry, ok := cache.get(hash)
 		if !ok {
 			ctx := c.Request.Context()
-			id, err := keys.Lookup(ctx, key)
+			var (
+				id         string
+				validUntil time.Time
+				err        error
+			)
+			if expiring != nil {
+				id, validUntil, err = expiring.LookupValidUntil(ctx, key)
+			} else {
+				id, err = keys.Lookup(ctx, key)
+			}
 			switch {
 			case errors.Is(err, ErrKeyNotFound):
 				id = ""
@@ -193,17 +237,18 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth) gin.Ha
 					"Authentication is temporarily unavailable; retry shortly.")
 				return
 			}
-			cache.put(hash, id)
+			cache.put(hash, id, validUntil)
 			entry = authEntry{clientID: id}
 		}
 		if entry.clientID == "" {
+			gate.failed()
 			unauthorized(c, "The API key is not valid.")
 			return
 		}
 		if hasToken {
 			// Both credentials: the key decides the client, and the token must be one of its
 			// users' sessions; the request then acts as that session.
-			if authenticateSession(c, sessions, token, entry.clientID) {
+			if authenticateSession(c, sessions, gate, token, entry.clientID) {
 				c.Next()
 			}
 			return

@@ -22,8 +22,12 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// AuthCache bounds the cache in front of Keys; zero values take the defaults.
 	AuthCache AuthCacheConfig
-	// RateLimit is the per-client limit; zero values take the defaults.
+	// RateLimit is the per-client limit: the default (zero values take DefaultRatePerSecond and
+	// DefaultRateBurst) and each client's own (RateLimit.Clients).
 	RateLimit RateLimit
+	// AuthFailures limits failed authentications per source address; zero values take the
+	// defaults (see authfailures.go).
+	AuthFailures AuthFailureLimit
 	// MaxBodyBytes is the body limit of routes that set none with MaxBody; 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -50,10 +54,13 @@ type Options struct {
 // wiring mistake that must stop the process at start, not a request-time condition.
 //
 // The chain, outermost first: request/correlation ids → metrics and access log → recovery →
-// Service-Version → header limits (431) → canonical path (404) → authentication (API key and
-// user sessions, with the sessions' route scope: 403) → mutual TLS (the client certificate on
-// the mTLS listener, mTLS-only clients elsewhere: 401) → rate limit → query parameters given
-// once (400) → body limit → JSON content type. Metrics sit outside recovery so panics count as the 500s they
+// Service-Version → header limits (431) → canonical path (404) → authentication (a source
+// address with too many failed authentications: 429 before any lookup; API key and user
+// sessions, with the sessions' route scope: 403) → mutual TLS (the client certificate on the
+// mTLS listener, mTLS-only clients elsewhere: 401) → rate limit (429, RateLimit-* headers on
+// every answer past it) → query parameters given once (400) → body limit → JSON content type.
+// Mutual TLS comes before the rate limit so that a stolen key without its certificate cannot
+// spend its client's requests. Metrics sit outside recovery so panics count as the 500s they
 // become; the version is negotiated before anything can refuse the request, so that even a 401
 // says which version it speaks. A listener serving the engine sets its http.Server's
 // MaxHeaderBytes to ServerMaxHeaderBytes, so that oversize headers reach the header limits.
@@ -94,7 +101,8 @@ func NewEngine(opts Options) *gin.Engine {
 	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware,
 		limitHeaders, canonicalPath}
 	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now),
-		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers}), mutualTLS(opts.MTLS, now))
+		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers}, newFailureLimiter(opts.AuthFailures, now)),
+		mutualTLS(opts.MTLS, now))
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))
 	}

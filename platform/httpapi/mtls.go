@@ -117,7 +117,7 @@ func mutualTLS(opts MTLSOptions, now func() time.Time) gin.HandlerFunc {
 		if !onMTLSListener(r) {
 			// The plain listener: an mTLS-only client's API key is refused here.
 			clientID := ClientID(c)
-			if lookup == nil || clientID == "" || r.Header.Get(HeaderAPIKey) == "" {
+			if lookup == nil || clientID == "" || !sentAPIKey(r) {
 				c.Next()
 				return
 			}
@@ -238,4 +238,10 @@ func (c *ttlCache[V]) get(key string, load func() (V, error)) (V, error) {
 	}
 	c.entries[key] = ttlEntry[V]{value: v, expires: now.Add(c.ttl)}
 	return v, nil
+}
+
+// sentAPIKey reports whether the request carries a non-empty API key header.
+func sentAPIKey(r *http.Request) bool {
+	v := r.Header[headerAPIKeyCanonical]
+	return len(v) > 0 && v[0] != ""
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -10,21 +12,70 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// RateLimit is the per-client token bucket: PerSecond tokens are added each second up to Burst,
-// and each request takes one.
+// Rate limits. Every authenticated request takes a token from its client's bucket (a user's
+// session counts against the client whose user it is); each client's bucket refills at the
+// client's own rate up to its own burst (`samla clients set --rate-limit N --burst M`, read from
+// ClientLimits behind a cache of RateLimitSettingsTTL, so that a change applies within seconds
+// without a restart), else at the service's default. An empty bucket answers 429 RATE_LIMITED
+// with Retry-After.
+//
+// Every answer that passed the limiter carries the limit in the IETF draft's separate fields
+// (draft-ietf-httpapi-ratelimit-headers-06; the later combined RateLimit/RateLimit-Policy form
+// changed syntax between drafts, and the separate fields are what gateways and client libraries
+// read today):
+//
+//	RateLimit-Limit:     the client's burst: requests it may make at once
+//	RateLimit-Remaining: requests it may still make at once (0 on a 429)
+//	RateLimit-Reset:     seconds until the bucket is full again, Remaining back at Limit
+//
+// A refusal costs a few map lookups under one mutex and a body rendered once at start: no read
+// model is asked beyond the cached settings and no JSON is encoded (BenchmarkRefusedRequest).
+
+// RateLimit configures the limiter: the service's default rate and burst, and where each
+// client's own come from.
 type RateLimit struct {
+	// PerSecond tokens are added each second, up to Burst; each request takes one.
 	PerSecond float64
 	Burst     int
 	// Disabled turns the limit off (tests, or a deployment that limits at its gateway).
 	Disabled bool
+	// Clients gives each client's own rate and burst; nil: every client has the default.
+	Clients ClientLimits
+	// SettingsTTL is how long a client's settings are cached: RateLimitSettingsTTL when 0.
+	SettingsTTL time.Duration
 }
 
-// Default rate limit per client. Polling a collection every 500 ms to 2 s costs a few requests
-// per second per end user; 50/s with a burst of 100 lets a client run dozens of concurrent
-// collections while keeping one runaway client from starving the others.
+// ClientLimits is the port to the clients' own rate limits (clientsecurity.Reader).
+type ClientLimits interface {
+	// ClientRateLimit returns the client's requests per second and burst; 0 for either means
+	// the service's default (a client that never set one). An error is a fault of the lookup:
+	// the default applies meanwhile.
+	ClientRateLimit(ctx context.Context, clientID string) (perSecond float64, burst int, err error)
+}
+
+// Default rate limit per client. A B2B client polls each of its end users' collections every
+// 0.5 to 2 s while it runs, so one client with a thousand collections in flight sends about a
+// thousand requests a second; the old 50/s capped a client at a few dozen concurrent end users.
+// 1000/s with a burst of 2000 (a whole polling round of 2000 collections at once, or a batch of
+// starts) fits that, while one runaway client still cannot take more than a fraction of what a
+// node serves. A client that needs more, or must have less, gets its own with
+// `samla clients set`; SAMLA_RATE_LIMIT and SAMLA_RATE_BURST change the default.
 const (
-	DefaultRatePerSecond = 50
-	DefaultRateBurst     = 100
+	DefaultRatePerSecond = 1000
+	DefaultRateBurst     = 2000
+)
+
+// RateLimitSettingsTTL is how long a client's own rate limit is cached: the longest a change
+// takes to apply once the read model shows it.
+const RateLimitSettingsTTL = 2 * time.Second
+
+// Header names of the rate limit, in the form Go writes them (canonical, so that setting them
+// costs no conversion).
+const (
+	HeaderRateLimitLimit     = "Ratelimit-Limit"
+	HeaderRateLimitRemaining = "Ratelimit-Remaining"
+	HeaderRateLimitReset     = "Ratelimit-Reset"
+	HeaderRetryAfter         = "Retry-After"
 )
 
 func (r RateLimit) withDefaults() RateLimit {
@@ -34,62 +85,208 @@ func (r RateLimit) withDefaults() RateLimit {
 	if r.Burst <= 0 {
 		r.Burst = DefaultRateBurst
 	}
+	if r.SettingsTTL <= 0 {
+		r.SettingsTTL = RateLimitSettingsTTL
+	}
 	return r
 }
 
+// bucket is one client's token bucket, with the rate and burst it was last filled at.
 type bucket struct {
 	tokens float64
 	last   time.Time
+	rate   float64
+	burst  float64
+	// limit is burst as the RateLimit-Limit header says it, formatted when the burst changes.
+	limit []string
 }
 
-// limiter holds one bucket per client. Clients are few (tenants, not end users), but idle buckets
-// are still swept so that the map cannot grow without bound.
+// full reports whether the bucket would be full at now: dropping it loses nothing, as a new
+// bucket starts full.
+func (b *bucket) full(now time.Time) bool {
+	return b.tokens+now.Sub(b.last).Seconds()*b.rate >= b.burst
+}
+
+// limiter holds one bucket per client. Only authenticated clients get one, so the map holds at
+// most the clients that called lately; idle (full) buckets are still swept, every
+// limiterSweepEvery and whenever the map reaches maxIdleBuckets, so that it cannot grow without
+// bound.
 type limiter struct {
-	cfg     RateLimit
-	now     func() time.Time
-	mu      sync.Mutex
-	buckets map[string]*bucket
+	cfg      RateLimit
+	now      func() time.Time
+	settings *ttlCache[clientRate] // nil without cfg.Clients
+	mu       sync.Mutex
+	buckets  map[string]*bucket
+	swept    time.Time
 }
 
-// maxIdleBuckets is the map size above which full (idle) buckets are dropped; a dropped bucket is
-// recreated full, which is exactly the state it was in.
+// clientRate is a client's own rate and burst; zero members take the default.
+type clientRate struct {
+	perSecond float64
+	burst     int
+}
+
+// maxIdleBuckets is the map size above which full (idle) buckets are dropped at once.
 const maxIdleBuckets = 10_000
 
+// limiterSweepEvery is how often idle buckets are dropped anyway.
+const limiterSweepEvery = time.Minute
+
 func newLimiter(cfg RateLimit, now func() time.Time) *limiter {
-	return &limiter{cfg: cfg.withDefaults(), now: now, buckets: make(map[string]*bucket)}
+	cfg = cfg.withDefaults()
+	l := &limiter{cfg: cfg, now: now, buckets: make(map[string]*bucket), swept: now()}
+	if cfg.Clients != nil {
+		l.settings = newTTLCache[clientRate](cfg.SettingsTTL, now)
+	}
+	return l
 }
 
-// allow takes a token for key, or reports how long until one is available.
-func (l *limiter) allow(key string) (bool, time.Duration) {
+// rateOf is the client's rate and burst: its own, else the default.
+func (l *limiter) rateOf(ctx context.Context, clientID string) (float64, int) {
+	rate, burst := l.cfg.PerSecond, l.cfg.Burst
+	if l.settings == nil {
+		return rate, burst
+	}
+	own, err := l.settings.get(clientID, func() (clientRate, error) {
+		r, b, err := l.cfg.Clients.ClientRateLimit(ctx, clientID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return clientRate{}, err // the request went away: nothing learnt, nothing cached
+			}
+			// Cached like an answer: a read model that is down is asked once per TTL, not on
+			// every request, and the default applies meanwhile.
+			Logger(ctx).Warn("client rate limit lookup failed; the default applies", "error", err)
+			return clientRate{}, nil
+		}
+		return clientRate{perSecond: r, burst: b}, nil
+	})
+	if err != nil {
+		return rate, burst
+	}
+	if own.perSecond > 0 {
+		rate = own.perSecond
+	}
+	if own.burst > 0 {
+		burst = own.burst
+	}
+	return rate, burst
+}
+
+// decision is what the limiter decided for one request, for its headers.
+type decision struct {
+	allowed   bool
+	limit     []string      // RateLimit-Limit
+	remaining int           // whole tokens left
+	reset     time.Duration // until the bucket is full
+	wait      time.Duration // until a token is available (refused only)
+}
+
+// take takes a token for key from a bucket of rate and burst, or reports how long until one is
+// available.
+func (l *limiter) take(key string, rate float64, burst int) decision {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.buckets) >= maxIdleBuckets || now.Sub(l.swept) >= limiterSweepEvery {
+		l.sweep(now)
+	}
 	b, ok := l.buckets[key]
 	if !ok {
-		if len(l.buckets) >= maxIdleBuckets {
-			l.sweep(now)
-		}
-		b = &bucket{tokens: float64(l.cfg.Burst), last: now}
+		b = &bucket{tokens: float64(burst), last: now}
 		l.buckets[key] = b
 	}
+	if b.rate != rate || b.burst != float64(burst) {
+		// A new bucket, or the client's settings changed: what it holds stays, up to the new
+		// burst.
+		b.rate, b.burst = rate, float64(burst)
+		b.tokens = math.Min(b.tokens, b.burst)
+		b.limit = []string{strconv.Itoa(burst)}
+	}
 	if elapsed := now.Sub(b.last).Seconds(); elapsed > 0 {
-		b.tokens = math.Min(float64(l.cfg.Burst), b.tokens+elapsed*l.cfg.PerSecond)
+		b.tokens = math.Min(b.burst, b.tokens+elapsed*b.rate)
 		b.last = now
 	}
+	d := decision{limit: b.limit}
 	if b.tokens >= 1 {
 		b.tokens--
-		return true, 0
+		d.allowed = true
+	} else {
+		d.wait = seconds((1 - b.tokens) / b.rate)
 	}
-	wait := time.Duration((1 - b.tokens) / l.cfg.PerSecond * float64(time.Second))
-	return false, wait
+	d.remaining = int(b.tokens)
+	d.reset = seconds((b.burst - b.tokens) / b.rate)
+	return d
 }
 
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
 func (l *limiter) sweep(now time.Time) {
+	l.swept = now
 	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.last).Seconds()*l.cfg.PerSecond >= float64(l.cfg.Burst) {
+		if b.full(now) {
 			delete(l.buckets, k)
 		}
 	}
+}
+
+func (l *limiter) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
+
+// ceilSeconds is d in whole seconds, rounded up: a client that waits that long finds what the
+// header promised.
+func ceilSeconds(d time.Duration) int {
+	return int(math.Ceil(d.Seconds()))
+}
+
+// smallIntValues are header values of 0 to 255, shared by every answer that needs one (net/http
+// only reads them), so that the seconds and counts most answers carry cost no allocation.
+var smallIntValues = func() [][]string {
+	v := make([][]string, 256)
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+// setInt sets a header to n.
+func setInt(h http.Header, name string, n int) {
+	if n >= 0 && n < len(smallIntValues) {
+		h[name] = smallIntValues[n]
+		return
+	}
+	h[name] = []string{strconv.Itoa(n)}
+}
+
+// rateLimitedBody is the problem of a refusal, rendered once: a refused request encodes nothing.
+var rateLimitedBody = mustJSON(NewProblem(http.StatusTooManyRequests, CodeRateLimited,
+	"Too many requests for this client; retry after the number of seconds in Retry-After."))
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Shared values of a refusal's headers.
+var (
+	headerProblemType = []string{ContentTypeProblem}
+	headerNoStore     = []string{"no-store"}
+)
+
+// abortRendered answers status with a problem body rendered once (rateLimitedBody), as
+// WriteProblem would, and aborts the chain.
+func abortRendered(c *gin.Context, status int, body []byte) {
+	h := c.Writer.Header()
+	h["Content-Type"] = headerProblemType
+	h["Cache-Control"] = headerNoStore
+	c.Writer.WriteHeader(status)
+	_, _ = c.Writer.Write(body)
+	c.Abort()
 }
 
 func rateLimit(l *limiter) gin.HandlerFunc {
@@ -99,16 +296,15 @@ func rateLimit(l *limiter) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		ok, wait := l.allow(id)
-		if !ok {
-			// Retry-After takes whole seconds; round up so that a client that obeys it succeeds.
-			secs := int(math.Ceil(wait.Seconds()))
-			if secs < 1 {
-				secs = 1
-			}
-			c.Header("Retry-After", strconv.Itoa(secs))
-			AbortProblem(c, http.StatusTooManyRequests, CodeRateLimited,
-				"Too many requests for this client; retry after the number of seconds in Retry-After.")
+		rate, burst := l.rateOf(c.Request.Context(), id)
+		d := l.take(id, rate, burst)
+		h := c.Writer.Header()
+		h[HeaderRateLimitLimit] = d.limit
+		setInt(h, HeaderRateLimitRemaining, d.remaining)
+		setInt(h, HeaderRateLimitReset, ceilSeconds(d.reset))
+		if !d.allowed {
+			setInt(h, HeaderRetryAfter, max(1, ceilSeconds(d.wait)))
+			abortRendered(c, http.StatusTooManyRequests, rateLimitedBody)
 			return
 		}
 		c.Next()

@@ -158,7 +158,7 @@ func sessionsIn(v Version) bool { return v >= V20260401 } // ISO dates order lex
 // bearerToken returns the request's session token: present is false when it carries no
 // Authorization header (or sessions do not apply to it), ok is false when it answered the
 // request already (a header that is no single Bearer token).
-func bearerToken(c *gin.Context, auth sessionAuth) (token string, present, ok bool) {
+func bearerToken(c *gin.Context, auth sessionAuth, gate authGate) (token string, present, ok bool) {
 	if !auth.enabled() || !sessionsIn(ServiceVersion(c)) {
 		return "", false, true
 	}
@@ -177,7 +177,7 @@ func bearerToken(c *gin.Context, auth sessionAuth) (token string, present, ok bo
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		// Credentials of another scheme are not for the server to ignore: the client meant them
 		// to count.
-		tokenRefused(c, CodeTokenMalformed, "The Authorization header must be \"Bearer <session token>\".")
+		tokenRefused(c, gate, CodeTokenMalformed, "The Authorization header must be \"Bearer <session token>\".")
 		return "", true, false
 	}
 	return token, true, true
@@ -185,11 +185,11 @@ func bearerToken(c *gin.Context, auth sessionAuth) (token string, present, ok bo
 
 // authenticateSession verifies token for the request, whose client (clientID) is the API key's
 // when it sent one, else "". It sets the session principal, or answers and returns false.
-func authenticateSession(c *gin.Context, auth sessionAuth, token, clientID string) bool {
+func authenticateSession(c *gin.Context, auth sessionAuth, gate authGate, token, clientID string) bool {
 	claims, err := auth.verifier.Verify(token, clientID)
 	if err != nil {
 		code, detail := tokenFailure(err)
-		tokenRefused(c, code, detail)
+		tokenRefused(c, gate, code, detail)
 		return false
 	}
 	if clientID == "" {
@@ -204,7 +204,7 @@ func authenticateSession(c *gin.Context, auth sessionAuth, token, clientID strin
 		return false
 	}
 	if !live {
-		tokenRefused(c, CodeTokenRevoked, "The session token's user no longer exists.")
+		tokenRefused(c, gate, CodeTokenRevoked, "The session token's user no longer exists.")
 		return false
 	}
 	setClient(c, clientID)
@@ -243,8 +243,15 @@ func tokenFailure(err error) (code, detail string) {
 	}
 }
 
-// tokenRefused answers 401 with a Bearer challenge (RFC 6750 §3).
-func tokenRefused(c *gin.Context, code, detail string) {
+// tokenRefused answers 401 with a Bearer challenge (RFC 6750 §3), and counts the failure
+// against the request's source unless the token is one this service signed (expired, not yet
+// valid, of a deleted user): that is no guess (see authfailures.go).
+func tokenRefused(c *gin.Context, gate authGate, code, detail string) {
+	switch code {
+	case CodeTokenExpired, CodeTokenNotYetValid, CodeTokenRevoked:
+	default:
+		gate.failed()
+	}
 	c.Header("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q, error="invalid_token"`, "samla"))
 	AbortProblem(c, http.StatusUnauthorized, code, detail)
 }

@@ -3,6 +3,7 @@ package apikeys
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -10,19 +11,21 @@ import (
 )
 
 // clickhouseSchema is the key table's ClickHouse DDL for 18.16 and current servers: revoked is
-// a UInt8 (no Bool type on 18.16). ReplacingMergeTree(revision) keeps the newest version of a
-// key; reads collapse versions with FINAL, because merges happen whenever the server likes.
+// a UInt8 (no Bool type on 18.16), the end of a retiring key Unix milliseconds in UInt64 (0:
+// none). ReplacingMergeTree(revision) keeps the newest version of a key; reads collapse
+// versions with FINAL, because merges happen whenever the server likes.
 const clickhouseSchema = `
 CREATE TABLE IF NOT EXISTS api_keys (
-	key_hash  String,
-	client_id String,
-	key_id    String,
-	revoked   UInt8,
-	revision  UInt64
+	key_hash       String,
+	client_id      String,
+	key_id         String,
+	revoked        UInt8,
+	revision       UInt64,
+	valid_until_ms UInt64 DEFAULT 0
 ) ENGINE = ReplacingMergeTree(revision)
 ORDER BY key_hash`
 
-const clickhouseColumns = `key_hash, client_id, key_id, revoked, revision`
+const clickhouseColumns = `key_hash, client_id, key_id, revoked, valid_until_ms, revision`
 
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
@@ -35,6 +38,10 @@ var _ Store = (*ClickHouseStore)(nil)
 // ownership of conn.
 func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, error) {
 	if err := conn.Exec(ctx, clickhouseSchema); err != nil {
+		return nil, fmt.Errorf("migrate clickhouse api_keys: %w", err)
+	}
+	// A table made before retirements existed has no end column; every key in it has none.
+	if err := readdb.EnsureClickHouseColumns(ctx, conn, "api_keys", []string{"valid_until_ms"}, "UInt64 DEFAULT 0"); err != nil {
 		return nil, fmt.Errorf("migrate clickhouse api_keys: %w", err)
 	}
 	return &ClickHouseStore{conn: conn}, nil
@@ -62,7 +69,7 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 		if r.Revoked {
 			revoked = 1
 		}
-		return []any{r.KeyHash, r.ClientID, r.KeyID, revoked, r.Revision}, nil
+		return []any{r.KeyHash, r.ClientID, r.KeyID, revoked, readdb.UMillis(r.ValidUntil), r.Revision}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("upsert api keys: %w", err)
@@ -70,18 +77,18 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	return nil
 }
 
-// Lookup implements Store. revoked changes between versions, so it is tested on the collapsed
-// row, not in the WHERE clause that may run before FINAL.
-func (s *ClickHouseStore) Lookup(ctx context.Context, keyHash string) (string, error) {
+// Lookup implements Store. revoked and valid_until_ms change between versions, so they are
+// tested on the collapsed row, not in the WHERE clause that may run before FINAL.
+func (s *ClickHouseStore) Lookup(ctx context.Context, keyHash string, at time.Time) (Row, error) {
 	r, ok, err := s.one(ctx, `SELECT `+clickhouseColumns+` FROM api_keys FINAL
 		WHERE key_hash = ?`, keyHash)
 	if err != nil {
-		return "", fmt.Errorf("look up api key: %w", err)
+		return Row{}, fmt.Errorf("look up api key: %w", err)
 	}
-	if !ok || r.Revoked {
-		return "", fmt.Errorf("api key: %w", readdb.ErrNotFound)
+	if !ok || r.Revoked || (!r.ValidUntil.IsZero() && !at.Before(r.ValidUntil)) {
+		return Row{}, fmt.Errorf("api key: %w", readdb.ErrNotFound)
 	}
-	return r.ClientID, nil
+	return r, nil
 }
 
 // ByKeyID implements Store. client_id and key_id never change for a key, so filtering on them
@@ -101,13 +108,14 @@ func (s *ClickHouseStore) ByKeyID(ctx context.Context, clientID, keyID string) (
 func (s *ClickHouseStore) one(ctx context.Context, q string, args ...any) (found Row, ok bool, err error) {
 	err = readdb.ClickHouseEach(ctx, s.conn, "api keys", func(rows readdb.Rows) (Row, error) {
 		var (
-			r       Row
-			revoked uint8
+			r          Row
+			revoked    uint8
+			validUntil uint64
 		)
-		if err := rows.Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &revoked, &r.Revision); err != nil {
+		if err := rows.Scan(&r.KeyHash, &r.ClientID, &r.KeyID, &revoked, &validUntil, &r.Revision); err != nil {
 			return Row{}, fmt.Errorf("scan api key: %w", err)
 		}
-		r.Revoked = revoked != 0
+		r.Revoked, r.ValidUntil = revoked != 0, readdb.FromUMillis(validUntil)
 		return r, nil
 	}, func(r Row) { found, ok = r, true }, q, args...)
 	return found, ok, err

@@ -14,7 +14,8 @@ import (
 // ProjectorName names the projection; its Kafka consumer group is derived from it.
 const ProjectorName = "api-keys"
 
-// Projector folds client.api-key-issued and client.api-key-revoked events into Store rows.
+// Projector folds client.api-key-issued, client.api-key-revoked and client.api-key-retiring
+// events into Store rows.
 type Projector struct {
 	reg   *eventschema.Registry
 	store Store
@@ -37,7 +38,7 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 	// inBatch finds keys issued earlier in this batch, which the store does not hold yet.
 	inBatch := map[keyRef]Row{}
 	for _, env := range batch {
-		if env.Type != client.EventAPIKeyIssued && env.Type != client.EventAPIKeyRevoked {
+		if env.Type != client.EventAPIKeyIssued && env.Type != client.EventAPIKeyRevoked && env.Type != client.EventAPIKeyRetiring {
 			continue
 		}
 		if eventschema.Category(env.Stream) != "client" {
@@ -54,24 +55,26 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 			inBatch[keyRef{clientID, ev.KeyID}] = r
 			rows = append(rows, r)
 		case client.APIKeyRevoked:
-			ref := keyRef{clientID, ev.KeyID}
-			r, ok := inBatch[ref]
-			if !ok {
-				r, err = p.store.ByKeyID(ctx, clientID, ev.KeyID)
-				if errors.Is(err, readdb.ErrNotFound) {
-					// The issue always precedes the revocation in the stream, so this means
-					// the key never reached the read model; revoking nothing grants nothing.
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("%s: find key %s of %s: %w", ProjectorName, ev.KeyID, clientID, err)
-				}
+			r, ok, err := p.row(ctx, inBatch, clientID, ev.KeyID, env.Revision)
+			if err != nil {
+				return err
 			}
-			if env.Revision <= r.Revision {
-				continue // the stored row already reflects this event
+			if !ok {
+				continue
 			}
 			r.Revoked, r.Revision = true, env.Revision
-			inBatch[ref] = r
+			inBatch[keyRef{clientID, ev.KeyID}] = r
+			rows = append(rows, r)
+		case client.APIKeyRetiring:
+			r, ok, err := p.row(ctx, inBatch, clientID, ev.KeyID, env.Revision)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			r.ValidUntil, r.Revision = ev.ValidUntil, env.Revision
+			inBatch[keyRef{clientID, ev.KeyID}] = r
 			rows = append(rows, r)
 		default:
 			return fmt.Errorf("%s: %s at %s/%d decoded as %T", ProjectorName, env.Type, env.Stream, env.Revision, ev)
@@ -84,4 +87,26 @@ func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) er
 		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(rows), err)
 	}
 	return nil
+}
+
+// row finds the key a revocation or retirement at revision names: issued earlier in this batch,
+// else in the store. ok is false when there is nothing to change: the key never reached the
+// read model (the issue always precedes it in the stream, so revoking or retiring nothing
+// grants nothing), or the row already reflects this event.
+func (p *Projector) row(ctx context.Context, inBatch map[keyRef]Row, clientID, keyID string, revision uint64) (Row, bool, error) {
+	r, ok := inBatch[keyRef{clientID, keyID}]
+	if !ok {
+		var err error
+		r, err = p.store.ByKeyID(ctx, clientID, keyID)
+		if errors.Is(err, readdb.ErrNotFound) {
+			return Row{}, false, nil
+		}
+		if err != nil {
+			return Row{}, false, fmt.Errorf("%s: find key %s of %s: %w", ProjectorName, keyID, clientID, err)
+		}
+	}
+	if revision <= r.Revision {
+		return Row{}, false, nil // the stored row already reflects this event
+	}
+	return r, true, nil
 }

@@ -9,11 +9,15 @@ import (
 	"github.com/samla/samla/projections/readdb"
 )
 
-// Reader serves the HTTP layer's mutual-TLS checks: it implements httpapi.MTLSLookup over a
-// Store. The engine caches its answers for a few seconds (httpapi.MTLSOptions.CacheTTL).
+// Reader serves the HTTP layer's mutual-TLS checks and rate limits: it implements
+// httpapi.MTLSLookup and httpapi.ClientLimits over a Store. The engine caches its answers for a
+// few seconds (httpapi.MTLSOptions.CacheTTL, httpapi.RateLimitSettingsTTL).
 type Reader struct{ store Store }
 
-var _ httpapi.MTLSLookup = Reader{}
+var (
+	_ httpapi.MTLSLookup   = Reader{}
+	_ httpapi.ClientLimits = Reader{}
+)
 
 // NewReader returns the reader over store.
 func NewReader(store Store) Reader { return Reader{store: store} }
@@ -42,4 +46,17 @@ func (r Reader) MTLSOnly(ctx context.Context, clientID string) (bool, error) {
 		return false, err
 	}
 	return s.MTLSOnly, nil
+}
+
+// ClientRateLimit implements httpapi.ClientLimits: the client's own requests per second and
+// burst, 0 for what it never set (the service's default applies).
+func (r Reader) ClientRateLimit(ctx context.Context, clientID string) (float64, int, error) {
+	s, err := r.store.Settings(ctx, clientID)
+	if errors.Is(err, readdb.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.RateLimit, s.Burst, nil
 }

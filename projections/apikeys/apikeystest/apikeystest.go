@@ -34,6 +34,11 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorRevokeInLaterBatchAndRedelivery", testProjectorLaterBatch},
 		{"ProjectorIgnoresOtherEvents", testProjectorIgnores},
 		{"ReaderThroughItsPort", testReader},
+		{"RetiringKeyEndsAtValidUntil", testRetiring},
+		{"RetirementRevisionRule", testRetirementRevisions},
+		{"ProjectorRetirementInOneBatch", testProjectorRetiringOneBatch},
+		{"ProjectorRetirementInLaterBatchThenRevocation", testProjectorRetiringLater},
+		{"ReaderHonoursTheEndOnItsClock", testReaderRetiring},
 	}.Run(t, open)
 }
 
@@ -48,17 +53,28 @@ func upsert(t *testing.T, s apikeys.Store, rows ...apikeys.Row) {
 
 func assertClient(t *testing.T, s apikeys.Store, plainKey, want string) {
 	t.Helper()
-	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey))
-	if err != nil || got != want {
-		t.Fatalf("Lookup(%s) = %q, %v; want %q", plainKey, got, err, want)
+	assertClientAt(t, s, plainKey, want, base)
+}
+
+func assertClientAt(t *testing.T, s apikeys.Store, plainKey, want string, at time.Time) apikeys.Row {
+	t.Helper()
+	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey), at)
+	if err != nil || got.ClientID != want || got.KeyHash != client.HashAPIKey(plainKey) {
+		t.Fatalf("Lookup(%s) at %s = %+v, %v; want client %q", plainKey, at, got, err, want)
 	}
+	return got
 }
 
 func assertNotFound(t *testing.T, s apikeys.Store, plainKey string) {
 	t.Helper()
-	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey))
+	assertNotFoundAt(t, s, plainKey, base)
+}
+
+func assertNotFoundAt(t *testing.T, s apikeys.Store, plainKey string, at time.Time) {
+	t.Helper()
+	got, err := s.Lookup(ctx(t), client.HashAPIKey(plainKey), at)
 	if !errors.Is(err, readdb.ErrNotFound) {
-		t.Fatalf("Lookup(%s) = %q, %v; want ErrNotFound", plainKey, got, err)
+		t.Fatalf("Lookup(%s) at %s = %+v, %v; want ErrNotFound", plainKey, at, got, err)
 	}
 }
 
@@ -80,7 +96,7 @@ func testLookup(t *testing.T, s apikeys.Store) {
 	assertClient(t, s, "secret-a", "acme")
 	assertClient(t, s, "secret-b", "other")
 	assertNotFound(t, s, "unknown")
-	if _, err := s.Lookup(ctx(t), ""); !errors.Is(err, readdb.ErrNotFound) {
+	if _, err := s.Lookup(ctx(t), "", base); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Lookup of an empty hash: %v", err)
 	}
 	if got := byKeyID(t, s, "acme", "k1"); got != key("secret-a", "acme", "k1", false, 1) {
@@ -241,5 +257,140 @@ func testReader(t *testing.T, s apikeys.Store) {
 		if errors.Is(err, readdb.ErrNotFound) {
 			t.Fatalf("Lookup(%q): %v carries the store's not-found error too", plain, err)
 		}
+	}
+}
+
+func retiring(plain, clientID, keyID string, until time.Time, rev uint64) apikeys.Row {
+	r := key(plain, clientID, keyID, false, rev)
+	r.ValidUntil = until
+	return r
+}
+
+// sameRow compares rows with their ends as instants (a store keeps milliseconds, in UTC).
+func sameRow(got, want apikeys.Row) bool {
+	return got.KeyHash == want.KeyHash && got.ClientID == want.ClientID && got.KeyID == want.KeyID &&
+		got.Revoked == want.Revoked && got.ValidUntil.Equal(want.ValidUntil) && got.Revision == want.Revision
+}
+
+// testRetiring: a retiring key authenticates before its end, with the end, and not from it on;
+// ByKeyID keeps the end.
+func testRetiring(t *testing.T, s apikeys.Store) {
+	end := base.Add(time.Hour)
+	upsert(t, s, retiring("secret-a", "acme", "k1", end, 2), key("secret-b", "acme", "k2", false, 3))
+	for _, at := range []time.Time{base, end.Add(-time.Millisecond)} {
+		if got := assertClientAt(t, s, "secret-a", "acme", at); !got.ValidUntil.Equal(end) || got.Revoked {
+			t.Fatalf("Lookup(secret-a) at %s = %+v; want the end %s", at, got, end)
+		}
+	}
+	for _, at := range []time.Time{end, end.Add(time.Millisecond), end.Add(24 * time.Hour)} {
+		assertNotFoundAt(t, s, "secret-a", at)
+	}
+	if got := assertClientAt(t, s, "secret-b", "acme", end.Add(24*time.Hour)); !got.ValidUntil.IsZero() {
+		t.Fatalf("a key without an end has %s", got.ValidUntil)
+	}
+	if got := byKeyID(t, s, "acme", "k1"); !sameRow(got, retiring("secret-a", "acme", "k1", end, 2)) {
+		t.Fatalf("ByKeyID of a retiring key = %+v", got)
+	}
+	// Revoked before its end: not found at any time.
+	revoked := retiring("secret-a", "acme", "k1", end, 4)
+	revoked.Revoked = true
+	upsert(t, s, revoked)
+	assertNotFoundAt(t, s, "secret-a", base)
+	if got := byKeyID(t, s, "acme", "k1"); !sameRow(got, revoked) {
+		t.Fatalf("ByKeyID of a revoked retiring key = %+v", got)
+	}
+}
+
+// testRetirementRevisions: a retirement follows the revision rule, so a redelivered issue
+// never lifts it.
+func testRetirementRevisions(t *testing.T, s apikeys.Store) {
+	end := base.Add(time.Minute)
+	upsert(t, s, retiring("secret-a", "acme", "k1", end, 3))
+	upsert(t, s, key("secret-a", "acme", "k1", false, 1), retiring("secret-a", "acme", "k1", end.Add(time.Hour), 3))
+	assertNotFoundAt(t, s, "secret-a", end)
+	if got := byKeyID(t, s, "acme", "k1"); !got.ValidUntil.Equal(end) {
+		t.Fatalf("ByKeyID = %+v; want the end %s", got, end)
+	}
+}
+
+func retire(log *eventlog.Log, clientID, keyID string, until time.Time) eventschema.Envelope {
+	return log.Append(clientID, client.StreamName(clientID), base, client.APIKeyRetiring{KeyID: keyID, ValidUntil: until, At: base})
+}
+
+// testProjectorRetiringOneBatch is a rotation as the client's stream records it (the new key,
+// the old one retiring), in one batch and redelivered.
+func testProjectorRetiringOneBatch(t *testing.T, s apikeys.Store) {
+	log := eventlog.New(t)
+	p := apikeys.NewProjector(log.Registry(), s)
+	end := base.Add(24 * time.Hour)
+	batch := []eventschema.Envelope{register(log, "acme"), issue(log, "acme", "k1", "acme-1"),
+		issue(log, "acme", "k2", "acme-2"), retire(log, "acme", "k1", end)}
+	handle(t, p, batch)
+	handle(t, p, batch)
+	if got := assertClientAt(t, s, "acme-1", "acme", end.Add(-time.Second)); !got.ValidUntil.Equal(end) {
+		t.Fatalf("the old key = %+v", got)
+	}
+	assertNotFoundAt(t, s, "acme-1", end)
+	assertClientAt(t, s, "acme-2", "acme", end.Add(time.Hour))
+	if got := byKeyID(t, s, "acme", "k1"); !sameRow(got, retiring("acme-1", "acme", "k1", end, 3)) {
+		t.Fatalf("ByKeyID(acme, k1) = %+v", got)
+	}
+}
+
+// testProjectorRetiringLater: the retirement arrives alone (the projector finds the key in the
+// store), then a revocation before the end; redelivering the issue lifts neither. A retirement
+// of a key the read model never saw is no error.
+func testProjectorRetiringLater(t *testing.T, s apikeys.Store) {
+	log := eventlog.New(t)
+	p := apikeys.NewProjector(log.Registry(), s)
+	end := base.Add(time.Hour)
+	first := []eventschema.Envelope{register(log, "acme"), issue(log, "acme", "k1", "acme-1"), issue(log, "other", "k1", "other-1")}
+	handle(t, p, first)
+	second := []eventschema.Envelope{retire(log, "acme", "k1", end)}
+	handle(t, p, second)
+	assertClientAt(t, s, "acme-1", "acme", base)
+	assertNotFoundAt(t, s, "acme-1", end)
+	assertClientAt(t, s, "other-1", "other", end) // same key id, other client: untouched
+	handle(t, p, first)
+	assertNotFoundAt(t, s, "acme-1", end)
+
+	handle(t, p, []eventschema.Envelope{revoke(log, "acme", "k1")})
+	assertNotFoundAt(t, s, "acme-1", base)
+	handle(t, p, first)
+	handle(t, p, second)
+	assertNotFoundAt(t, s, "acme-1", base)
+	if got := byKeyID(t, s, "acme", "k1"); !got.Revoked || !got.ValidUntil.Equal(end) {
+		t.Fatalf("ByKeyID after the revocation = %+v", got)
+	}
+
+	handle(t, p, []eventschema.Envelope{retire(log, "acme", "k-unknown", end)})
+	if _, err := s.ByKeyID(ctx(t), "acme", "k-unknown"); !errors.Is(err, readdb.ErrNotFound) {
+		t.Fatalf("a retirement of an unknown key made a row: %v", err)
+	}
+}
+
+// testReaderRetiring: the reader decides a retirement on its clock and tells the HTTP layer the
+// end, so that its cache keeps the key no longer.
+func testReaderRetiring(t *testing.T, s apikeys.Store) {
+	end := base.Add(time.Hour)
+	upsert(t, s, retiring("secret-a", "acme", "k1", end, 2), key("secret-b", "acme", "k2", false, 3))
+	now := base
+	reader := apikeys.NewReader(s).WithClock(func() time.Time { return now })
+	var port httpapi.ExpiringKeyLookup = reader
+	if id, until, err := port.LookupValidUntil(ctx(t), "secret-a"); err != nil || id != "acme" || !until.Equal(end) {
+		t.Fatalf("LookupValidUntil(secret-a) = %q, %s, %v", id, until, err)
+	}
+	if id, until, err := port.LookupValidUntil(ctx(t), "secret-b"); err != nil || id != "acme" || !until.IsZero() {
+		t.Fatalf("LookupValidUntil(secret-b) = %q, %s, %v", id, until, err)
+	}
+	now = end
+	if _, err := port.Lookup(ctx(t), "secret-a"); !errors.Is(err, httpapi.ErrKeyNotFound) {
+		t.Fatalf("Lookup(secret-a) at its end: %v, want httpapi.ErrKeyNotFound", err)
+	}
+	if _, _, err := port.LookupValidUntil(ctx(t), "secret-a"); !errors.Is(err, httpapi.ErrKeyNotFound) || errors.Is(err, readdb.ErrNotFound) {
+		t.Fatalf("LookupValidUntil(secret-a) at its end: %v, want httpapi.ErrKeyNotFound only", err)
+	}
+	if id, err := port.Lookup(ctx(t), "secret-b"); err != nil || id != "acme" {
+		t.Fatalf("Lookup(secret-b) = %q, %v", id, err)
 	}
 }

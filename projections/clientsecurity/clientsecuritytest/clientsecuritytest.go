@@ -280,4 +280,17 @@ func testReader(t *testing.T, s clientsecurity.Store) {
 			t.Fatalf("MTLSOnly(%s) = %v, %v; want %v", id, got, err, want)
 		}
 	}
+
+	// The rate limits: a client's own, or zeros (the service's default) for what it never set.
+	upsertSettings(t, s, clientsecurity.Settings{ClientID: "beta", RateLimit: 12.5, Burst: 40, Revision: 2},
+		clientsecurity.Settings{ClientID: "gamma", Burst: 7, Revision: 2})
+	var limits httpapi.ClientLimits = clientsecurity.NewReader(s)
+	for id, want := range map[string]struct {
+		rate  float64
+		burst int
+	}{"acme": {0, 0}, "beta": {12.5, 40}, "gamma": {0, 7}, "nobody": {0, 0}} {
+		if rate, burst, err := limits.ClientRateLimit(ctx(t), id); err != nil || rate != want.rate || burst != want.burst {
+			t.Fatalf("ClientRateLimit(%s) = %g, %d, %v; want %+v", id, rate, burst, err, want)
+		}
+	}
 }
