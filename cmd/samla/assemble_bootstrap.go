@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/command/clients"
+	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/command/repository"
 	"github.com/samla/samla/domain/client"
 	"github.com/samla/samla/eventschema"
@@ -93,30 +94,11 @@ func ConfigureClientSigning(ctx context.Context, cfg *Config, logger *slog.Logge
 	if err != nil {
 		return 0, fmt.Errorf("read the template: %w", err)
 	}
-	release, err := lockDataDir(cfg, useBeside)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = release() }()
-	store, err := openStore(cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer store.Close()
-	keys, err := openKeys(cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer keys.close()
-	if err := checkKeysNotLost(ctx, keys, store); err != nil {
-		return 0, err
-	}
-	registry, err := eventschema.NewRegistry()
-	if err != nil {
-		return 0, err
-	}
-	version, err := clients.New(repository.New(store, registry, client.Kind, repository.WithKeys(keys)), nil).
-		ConfigureSigning(ctx, id, string(template), string(key), place)
+	var version int
+	err = withClientService(ctx, cfg, func(svc *clients.Service, _ eventstore.Store, _ *eventschema.Registry) error {
+		version, err = svc.ConfigureSigning(ctx, id, string(template), string(key), place)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
