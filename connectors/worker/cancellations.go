@@ -105,17 +105,13 @@ type CancellationWorker struct {
 	cfg CancellationConfig
 	log *slog.Logger
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	slots  chan struct{}
-
-	mu      sync.Mutex
-	running map[string]bool // document ids with a pass running here
-	again   map[string]bool // document ids whose running pass must be followed by another
-	timers  map[string]*time.Timer
-	stopped bool
-	wg      sync.WaitGroup
-	lost    map[string]bool // cancellations whose lost process was logged
+	// mu guards pool's state and the maps below, so that Stop drops the timers atomically with
+	// stopping the pool.
+	mu sync.Mutex
+	// pool reruns: a pass asked for while one runs is followed by another.
+	pool   *pool
+	timers map[string]*time.Timer
+	lost   map[string]bool // cancellations whose lost process was logged
 }
 
 // NewCancellationWorker builds a cancellation worker. It panics when WorkerID, Repo, Clients,
@@ -142,10 +138,10 @@ func NewCancellationWorker(cfg CancellationConfig) *CancellationWorker {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &CancellationWorker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID), ctx: ctx, cancel: cancel,
-		slots: make(chan struct{}, cfg.MaxSessions), running: map[string]bool{}, again: map[string]bool{},
+	w := &CancellationWorker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
 		timers: map[string]*time.Timer{}, lost: map[string]bool{}}
+	w.pool = newPool(&w.mu, cfg.MaxSessions, true)
+	return w
 }
 
 // HandleBatch starts a pass for every cancellation an event says needs one: a request (send
@@ -180,53 +176,26 @@ func (w *CancellationWorker) Resume(ctx context.Context, ids []string) error {
 // Run sweeps the open cancellations at start and every SweepInterval (when Open is set) and
 // blocks until ctx ends; then it stops every pass and timer and waits for them.
 func (w *CancellationWorker) Run(ctx context.Context) error {
-	sweeping := make(chan struct{})
-	go func() {
-		defer close(sweeping)
-		if w.cfg.Open == nil {
-			return
-		}
-		t := time.NewTicker(w.cfg.SweepInterval)
-		defer t.Stop()
-		for {
-			w.sweep(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-w.ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	select {
-	case <-ctx.Done():
-	case <-w.ctx.Done():
+	var sweep func(context.Context)
+	if w.cfg.Open != nil {
+		sweep = w.sweep
 	}
-	w.Stop()
-	<-sweeping
+	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
 }
 
 // Stop cancels every pass and timer and waits until they have returned. It is idempotent.
 func (w *CancellationWorker) Stop() {
-	w.mu.Lock()
-	w.stopped = true
-	for id, t := range w.timers {
-		t.Stop()
-		delete(w.timers, id)
-	}
-	w.mu.Unlock()
-	w.cancel()
-	w.wg.Wait()
+	w.pool.stop(func() {
+		for id, t := range w.timers {
+			t.Stop()
+			delete(w.timers, id)
+		}
+	})
 }
 
 // Running reports how many passes run now.
-func (w *CancellationWorker) Running() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.running)
-}
+func (w *CancellationWorker) Running() int { return w.pool.active() }
 
 func (w *CancellationWorker) sweep(ctx context.Context) {
 	ids, err := w.cfg.Open.ListNeedingProvider(ctx, w.cfg.SweepLimit)
@@ -244,66 +213,23 @@ func (w *CancellationWorker) sweep(ctx context.Context) {
 // start runs a pass for id, or, when one runs already, has it followed by another (so that a
 // callback that arrives while a pass reads the provider is not lost).
 func (w *CancellationWorker) start(ctx context.Context, id string) error {
-	w.mu.Lock()
-	if w.stopped {
-		w.mu.Unlock()
-		return ErrStopped
-	}
-	if w.running[id] {
-		w.again[id] = true
-		w.mu.Unlock()
-		return nil
-	}
-	w.mu.Unlock()
-	select {
-	case w.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.ctx.Done():
-		return ErrStopped
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped || w.running[id] {
-		<-w.slots
-		if w.stopped {
-			return ErrStopped
-		}
-		w.again[id] = true
-		return nil
-	}
-	w.running[id] = true
-	w.wg.Add(1)
-	go w.run(id)
-	return nil
+	return w.pool.start(ctx, id, func() { w.pass(id) })
 }
 
-func (w *CancellationWorker) run(id string) {
-	defer w.wg.Done()
-	for {
-		s := &cancellationSession{w: w, id: id, log: w.log.With("cancellation", id)}
-		err := s.pass(w.ctx)
-		var se *storeError
-		switch {
-		case err == nil, errors.Is(err, errEnded), errors.Is(err, errDropped):
-		case w.ctx.Err() != nil:
-		case errors.As(err, &se):
-			s.log.Warn("event store unavailable; cancellation left for a later sweep", "error", err)
-		case errors.Is(err, ErrProviderUnavailable), errors.Is(err, ErrProviderUnauthorized):
-			s.log.Warn("signing provider not usable now; cancellation left for a later sweep", "error", err)
-		default:
-			s.log.Error("cancellation pass failed", "error", err)
-		}
-		w.mu.Lock()
-		again := w.again[id] && !w.stopped
-		delete(w.again, id)
-		if !again {
-			delete(w.running, id)
-			w.mu.Unlock()
-			<-w.slots
-			return
-		}
-		w.mu.Unlock()
+// pass runs one pass over id and logs why it ended early.
+func (w *CancellationWorker) pass(id string) {
+	s := &cancellationSession{w: w, id: id, log: w.log.With("cancellation", id)}
+	err := s.pass(w.pool.ctx)
+	var se *storeError
+	switch {
+	case err == nil, errors.Is(err, errEnded), errors.Is(err, errDropped):
+	case w.pool.ctx.Err() != nil:
+	case errors.As(err, &se):
+		s.log.Warn("event store unavailable; cancellation left for a later sweep", "error", err)
+	case errors.Is(err, ErrProviderUnavailable), errors.Is(err, ErrProviderUnauthorized):
+		s.log.Warn("signing provider not usable now; cancellation left for a later sweep", "error", err)
+	default:
+		s.log.Error("cancellation pass failed", "error", err)
 	}
 }
 
@@ -311,7 +237,7 @@ func (w *CancellationWorker) run(id string) {
 func (w *CancellationWorker) arm(id string, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped {
+	if w.pool.stopped {
 		return
 	}
 	if t, ok := w.timers[id]; ok {
@@ -324,7 +250,7 @@ func (w *CancellationWorker) arm(id string, at time.Time) {
 			delete(w.timers, id)
 		}
 		w.mu.Unlock()
-		if err := w.start(w.ctx, id); err != nil && !errors.Is(err, ErrStopped) {
+		if err := w.start(w.pool.ctx, id); err != nil && !errors.Is(err, ErrStopped) {
 			w.log.Warn("deadline of a pending cancellation not started; the next sweep finds it", "cancellation", id, "error", err)
 		}
 	})

@@ -31,23 +31,16 @@ type consentSession struct {
 }
 
 func (w *ConsentWorker) runConsent(id, causation string) {
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, id)
-		w.mu.Unlock()
-		<-w.slots
-		w.wg.Done()
-	}()
 	if m := w.cfg.Metrics; m != nil {
 		m.ConnectorSessions.Inc()
 		defer m.ConnectorSessions.Dec()
 	}
 	s := &consentSession{w: w, id: id, causation: causation, log: w.log.With("consent", id)}
-	err := s.run(w.ctx)
+	err := s.run(w.pool.ctx)
 	var se *storeError
 	switch {
 	case err == nil, errors.Is(err, errEnded):
-	case w.ctx.Err() != nil:
+	case w.pool.ctx.Err() != nil:
 		s.log.Info("consent session paused by shutdown; a restart resumes it")
 	case errors.Is(err, errDropped):
 		s.log.Debug("consent is another worker's; left alone")
@@ -57,7 +50,7 @@ func (w *ConsentWorker) runConsent(id, causation string) {
 		// Nothing outside can fix this session: end the consent rather than leave the client
 		// polling until the deadline. An authorized consent stays as it is (it cannot fail).
 		s.log.Error("consent session failed", "error", err)
-		if ferr := s.fail(w.ctx, true, consent.FailureThirdPartyError, messageConsentBankFailed, ""); ferr != nil &&
+		if ferr := s.fail(w.pool.ctx, true, consent.FailureThirdPartyError, messageConsentBankFailed, ""); ferr != nil &&
 			!errors.Is(ferr, errEnded) && !errors.Is(ferr, errDropped) && !errors.Is(ferr, consent.ErrIllegalTransition) {
 			s.log.Error("recording the consent's failure failed", "error", ferr)
 		}
@@ -514,12 +507,12 @@ func (w *ConsentWorker) withdraw(ctx context.Context, companyID, bankConsentID, 
 		return
 	}
 	w.mu.Lock()
-	if w.revoking[bankConsentID] || w.stopped {
+	if w.revoking[bankConsentID] || w.pool.stopped {
 		w.mu.Unlock()
 		return
 	}
 	w.revoking[bankConsentID] = true
-	w.wg.Add(1)
+	w.pool.wg.Add(1)
 	w.mu.Unlock()
 	log := w.log.With("consent", consentID, "company", companyID)
 	first := make(chan struct{})
@@ -528,12 +521,12 @@ func (w *ConsentWorker) withdraw(ctx context.Context, companyID, bankConsentID, 
 			w.mu.Lock()
 			delete(w.revoking, bankConsentID)
 			w.mu.Unlock()
-			w.wg.Done()
+			w.pool.wg.Done()
 		}()
 		for attempt := 1; ; attempt++ {
 			// The first try runs under the caller's context (a consumer that commits after it),
 			// the later ones under the worker's.
-			tctx, cancel := context.WithCancel(w.ctx)
+			tctx, cancel := context.WithCancel(w.pool.ctx)
 			if attempt == 1 {
 				stop := context.AfterFunc(ctx, cancel)
 				defer stop()
@@ -548,7 +541,7 @@ func (w *ConsentWorker) withdraw(ctx context.Context, companyID, bankConsentID, 
 				w.revocation(companyID, "ok")
 				log.Info("consent withdrawn at the bank")
 				return
-			case w.ctx.Err() != nil:
+			case w.pool.ctx.Err() != nil:
 				return
 			case attempt >= w.cfg.RevokeAttempts:
 				w.revocation(companyID, "failed")
@@ -556,7 +549,7 @@ func (w *ConsentWorker) withdraw(ctx context.Context, companyID, bankConsentID, 
 				return
 			}
 			log.Debug("withdrawing the consent at the bank failed; trying again", "attempt", attempt, "error", err)
-			if retry.Sleep(w.ctx, revokeBackoff.Delay(attempt)) != nil {
+			if retry.Sleep(w.pool.ctx, revokeBackoff.Delay(attempt)) != nil {
 				return
 			}
 		}

@@ -92,20 +92,16 @@ type ConsentWorker struct {
 	cfg ConsentConfig
 	log *slog.Logger
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	slots  chan struct{}
-
-	mu      sync.Mutex
-	running map[string]bool // consent ids with a session goroutine here
+	// mu guards pool's state and the maps below, so that Stop drops the timers atomically with
+	// stopping the pool.
+	mu   sync.Mutex
+	pool *pool
 	// expiries are the armed expiry timers of authorized consents, by consent id; a sweep does
 	// not load a consent that has one.
 	expiries map[string]*time.Timer
 	// revoking are the bank consents being withdrawn here, so that the Kafka feed and a session
 	// do not withdraw the same one twice at once.
 	revoking map[string]bool
-	stopped  bool
-	wg       sync.WaitGroup
 }
 
 // revokeBackoff spaces the tries of withdrawing a consent at the bank (the bank adapter retries
@@ -142,12 +138,12 @@ func NewConsentWorker(cfg ConsentConfig) *ConsentWorker {
 	if cfg.RevokeAttempts <= 0 {
 		cfg.RevokeAttempts = defaultRevokeAttempts
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &ConsentWorker{
+	w := &ConsentWorker{
 		cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
-		ctx: ctx, cancel: cancel, slots: make(chan struct{}, cfg.MaxSessions),
-		running: map[string]bool{}, expiries: map[string]*time.Timer{}, revoking: map[string]bool{},
+		expiries: map[string]*time.Timer{}, revoking: map[string]bool{},
 	}
+	w.pool = newPool(&w.mu, cfg.MaxSessions, false)
+	return w
 }
 
 // HandleBatch acts on consent events: a created or authorized consent gets a session (the
@@ -204,54 +200,27 @@ func (w *ConsentWorker) Resume(ctx context.Context, ids []string) error {
 // Run sweeps the non-final consents at start and every SweepInterval (when Active is set) and
 // blocks until ctx ends; then it stops every session and timer and waits for them.
 func (w *ConsentWorker) Run(ctx context.Context) error {
-	sweeping := make(chan struct{})
-	go func() {
-		defer close(sweeping)
-		if w.cfg.Active == nil {
-			return
-		}
-		t := time.NewTicker(w.cfg.SweepInterval)
-		defer t.Stop()
-		for {
-			w.sweep(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-w.ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	select {
-	case <-ctx.Done():
-	case <-w.ctx.Done():
+	var sweep func(context.Context)
+	if w.cfg.Active != nil {
+		sweep = w.sweep
 	}
-	w.Stop()
-	<-sweeping
+	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
 }
 
 // Stop cancels every session, timer and withdrawal, and waits until they have returned. A
 // stopped session records nothing more: it is resumed later. It is idempotent.
 func (w *ConsentWorker) Stop() {
-	w.mu.Lock()
-	w.stopped = true
-	for id, t := range w.expiries {
-		t.Stop()
-		delete(w.expiries, id)
-	}
-	w.mu.Unlock()
-	w.cancel()
-	w.wg.Wait()
+	w.pool.stop(func() {
+		for id, t := range w.expiries {
+			t.Stop()
+			delete(w.expiries, id)
+		}
+	})
 }
 
 // Running reports how many consent sessions this worker drives now.
-func (w *ConsentWorker) Running() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.running)
-}
+func (w *ConsentWorker) Running() int { return w.pool.active() }
 
 // Armed reports how many authorized consents wait for their expiry here.
 func (w *ConsentWorker) Armed() int {
@@ -260,42 +229,10 @@ func (w *ConsentWorker) Armed() int {
 	return len(w.expiries)
 }
 
-func (w *ConsentWorker) isStopped() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stopped
-}
+func (w *ConsentWorker) isStopped() bool { return w.pool.isStopped() }
 
 func (w *ConsentWorker) start(ctx context.Context, id, causation string) error {
-	w.mu.Lock()
-	stopped, busy := w.stopped, w.running[id]
-	w.mu.Unlock()
-	if stopped {
-		return ErrStopped
-	}
-	if busy {
-		return nil
-	}
-	select {
-	case w.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.ctx.Done():
-		return ErrStopped
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped || w.running[id] {
-		<-w.slots
-		if w.stopped {
-			return ErrStopped
-		}
-		return nil
-	}
-	w.running[id] = true
-	w.wg.Add(1)
-	go w.runConsent(id, causation)
-	return nil
+	return w.pool.start(ctx, id, func() { w.runConsent(id, causation) })
 }
 
 func (w *ConsentWorker) sweep(ctx context.Context) {
@@ -327,7 +264,7 @@ func (w *ConsentWorker) sweep(ctx context.Context) {
 func (w *ConsentWorker) arm(id string, expiresAt time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped {
+	if w.pool.stopped {
 		return
 	}
 	if t, ok := w.expiries[id]; ok {
@@ -340,7 +277,7 @@ func (w *ConsentWorker) arm(id string, expiresAt time.Time) {
 			delete(w.expiries, id)
 		}
 		w.mu.Unlock()
-		if err := w.start(w.ctx, id, ""); err != nil && !errors.Is(err, ErrStopped) {
+		if err := w.start(w.pool.ctx, id, ""); err != nil && !errors.Is(err, ErrStopped) {
 			// The next sweep finds the consent again (it has no timer any more).
 			w.log.Warn("expiry of an authorized consent not started", "consent", id, "error", err)
 		}

@@ -70,23 +70,16 @@ type session struct {
 }
 
 func (w *Worker) runSession(id, causation string) {
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, id)
-		w.mu.Unlock()
-		<-w.slots
-		w.wg.Done()
-	}()
 	if m := w.cfg.Metrics; m != nil {
 		m.ConnectorSessions.Inc()
 		defer m.ConnectorSessions.Dec()
 	}
 	s := &session{w: w, id: id, causation: causation, log: w.log.With("collection", id)}
-	err := s.run(w.ctx)
+	err := s.run(w.pool.ctx)
 	var se *storeError
 	switch {
 	case err == nil, errors.Is(err, errEnded):
-	case w.ctx.Err() != nil:
+	case w.pool.ctx.Err() != nil:
 		s.log.Info("session paused by shutdown; a restart resumes it")
 	case errors.Is(err, errDropped):
 		s.log.Debug("collection is another worker's; left alone")
@@ -96,7 +89,7 @@ func (w *Worker) runSession(id, causation string) {
 		// Nothing outside can fix this session: end the collection rather than leave the
 		// client polling until the deadline.
 		s.log.Error("session failed", "error", err)
-		if ferr := s.finish(w.ctx, collection.StatusFailed, nil); ferr != nil && !errors.Is(ferr, errEnded) && !errors.Is(ferr, errDropped) {
+		if ferr := s.finish(w.pool.ctx, collection.StatusFailed, nil); ferr != nil && !errors.Is(ferr, errEnded) && !errors.Is(ferr, errDropped) {
 			s.log.Error("recording FAILED failed", "error", ferr)
 		}
 	}

@@ -118,16 +118,9 @@ type Worker struct {
 	cfg Config
 	log *slog.Logger
 
-	// ctx is the lifetime of every session; sessions outlive the HandleBatch call that started
-	// them and stop only when the worker stops.
-	ctx    context.Context
-	cancel context.CancelFunc
-	slots  chan struct{}
-
-	mu      sync.Mutex
-	running map[string]bool // collection ids with a session goroutine here
-	stopped bool
-	wg      sync.WaitGroup
+	// mu guards pool's state; pool holds the sessions (their lifetime, slots and ids).
+	mu   sync.Mutex
+	pool *pool
 }
 
 // ErrStopped is returned by HandleBatch and Resume once the worker has stopped, so that a
@@ -168,12 +161,9 @@ func New(cfg Config) *Worker {
 	if cfg.SweepLimit <= 0 {
 		cfg.SweepLimit = DefaultSweepLimit
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Worker{
-		cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
-		ctx: ctx, cancel: cancel, slots: make(chan struct{}, cfg.MaxSessions),
-		running: map[string]bool{},
-	}
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID)}
+	w.pool = newPool(&w.mu, cfg.MaxSessions, false)
+	return w
 }
 
 // HandleBatch starts a session for every collection.started envelope whose collection has no
@@ -212,83 +202,22 @@ func (w *Worker) Resume(ctx context.Context, ids []string) error {
 // set), and blocks until ctx ends; then it stops every session and waits for them. A stopped
 // session records no final status: it is resumed later.
 func (w *Worker) Run(ctx context.Context) error {
-	sweeping := make(chan struct{})
-	go func() {
-		defer close(sweeping)
-		if w.cfg.Active != nil {
-			w.sweepLoop(ctx)
-		}
-	}()
-	select {
-	case <-ctx.Done():
-	case <-w.ctx.Done():
+	var sweep func(context.Context)
+	if w.cfg.Active != nil {
+		sweep = w.sweep
 	}
-	w.Stop()
-	<-sweeping
+	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
 }
 
 // Stop cancels every session and waits until they have returned. It is idempotent.
-func (w *Worker) Stop() {
-	w.mu.Lock()
-	w.stopped = true
-	w.mu.Unlock()
-	w.cancel()
-	w.wg.Wait()
-}
+func (w *Worker) Stop() { w.pool.stop(nil) }
 
 // Running reports how many sessions this worker drives now.
-func (w *Worker) Running() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.running)
-}
+func (w *Worker) Running() int { return w.pool.active() }
 
 func (w *Worker) start(ctx context.Context, id, causation string) error {
-	w.mu.Lock()
-	stopped, busy := w.stopped, w.running[id]
-	w.mu.Unlock()
-	if stopped {
-		return ErrStopped
-	}
-	if busy {
-		return nil
-	}
-	select {
-	case w.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.ctx.Done():
-		return ErrStopped
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped || w.running[id] {
-		<-w.slots
-		if w.stopped {
-			return ErrStopped
-		}
-		return nil
-	}
-	w.running[id] = true
-	w.wg.Add(1)
-	go w.runSession(id, causation)
-	return nil
-}
-
-func (w *Worker) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(w.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		w.sweep(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	return w.pool.start(ctx, id, func() { w.runSession(id, causation) })
 }
 
 func (w *Worker) sweep(ctx context.Context) {
