@@ -109,20 +109,37 @@ func printWelcome(w io.Writer, svc *Service) {
 	if key == "" {
 		return
 	}
-	fmt.Fprintf(w, "  API key of the sandbox client: %s\n", key)
+	// The key is shown on a terminal, or once when it was just generated; where stdout is
+	// collected as a log, later starts name the file (mode 0600) instead of repeating a secret.
+	if svc.BootstrapKeyGenerated() || isTerminal(w) {
+		fmt.Fprintf(w, "  API key of the sandbox client: %s\n", key)
+	}
 	if svc.BootstrapKeyGenerated() {
 		fmt.Fprintf(w, "  (generated and written to %s)\n", svc.BootstrapKeyPath())
+	} else if !isTerminal(w) {
+		key = "$(cat " + svc.BootstrapKeyPath() + ")"
+		fmt.Fprintf(w, "  API key of the sandbox client: in %s\n", svc.BootstrapKeyPath())
 	}
 	fmt.Fprintf(w, `
 Try it (the MOCK login signs by itself after about a second):
 
   curl -s -X POST %[1]s/collections \
-    -H 'Authorization-token: %[2]s' -H 'Service-Version: 2026-04-01' -H 'Content-Type: application/json' \
+    -H "Authorization-token: %[2]s" -H 'Service-Version: 2026-04-01' -H 'Content-Type: application/json' \
     -d '{"company":"se-demo-insurer","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK","parameters":[{"type":"SwedishPersonalNumberParameter","personalNumber":"199001010017"}]}'
 
-  curl -s %[1]s/collections/<collectionId>/status -H 'Authorization-token: %[2]s'
+  curl -s %[1]s/collections/<collectionId>/status -H "Authorization-token: %[2]s"
 
 `, base, key)
+}
+
+// isTerminal tells whether w is a terminal (a character device), where a person reads it.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func projectionsCommand(stdout, stderr io.Writer) *cobra.Command {

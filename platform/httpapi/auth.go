@@ -164,7 +164,10 @@ func isPublicRoute(route string) bool {
 // who measures how long a lookup takes learns about digests of its own guesses, not about any
 // stored key. Session tokens are checked by their Ed25519 signature.
 //
-// A source that failed too often (failures) is refused before anything is looked up.
+// A source that failed too often (failures) gets 429 instead of 401 for every further failure:
+// a guesser learns nothing and is slowed, while a valid credential from the same address (a
+// shared NAT, a client's egress) still authenticates, so that nobody can lock others out by
+// failing on purpose.
 func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failures *failureLimiter) gin.HandlerFunc {
 	expiring, _ := keys.(ExpiringKeyLookup)
 	return func(c *gin.Context) {
@@ -173,9 +176,6 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 			return
 		}
 		gate := failures.gate(c.Request)
-		if gate.refuse(c) {
-			return
-		}
 		token, hasToken, ok := bearerToken(c, sessions, gate)
 		if !ok {
 			return
@@ -241,7 +241,9 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 			entry = authEntry{clientID: id}
 		}
 		if entry.clientID == "" {
-			gate.failed()
+			if gate.failed(c) {
+				return
+			}
 			unauthorized(c, "The API key is not valid.")
 			return
 		}

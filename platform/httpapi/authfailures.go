@@ -189,24 +189,19 @@ func (f *failureLimiter) gate(r *http.Request) authGate {
 	return authGate{limiter: f, src: src, tracked: ok}
 }
 
-// refuse answers 429 when the source failed too often, before its credentials are looked at,
-// and reports whether it did.
-func (g authGate) refuse(c *gin.Context) bool {
+// failed counts a failed authentication of the request's source and, when the source has
+// failed too often, answers 429 with Retry-After in place of the 401 (reporting true): valid
+// credentials are never refused for their address, only failures are slowed.
+func (g authGate) failed(c *gin.Context) bool {
 	if !g.tracked {
 		return false
 	}
 	wait, blocked := g.limiter.blocked(g.src)
 	if !blocked {
+		g.limiter.record(g.src)
 		return false
 	}
 	setInt(c.Writer.Header(), HeaderRetryAfter, max(1, ceilSeconds(wait)))
 	abortRendered(c, http.StatusTooManyRequests, authFailedBody)
 	return true
-}
-
-// failed counts a failed authentication of the request's source.
-func (g authGate) failed() {
-	if g.tracked {
-		g.limiter.record(g.src)
-	}
 }

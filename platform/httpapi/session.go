@@ -250,7 +250,9 @@ func tokenRefused(c *gin.Context, gate authGate, code, detail string) {
 	switch code {
 	case CodeTokenExpired, CodeTokenNotYetValid, CodeTokenRevoked:
 	default:
-		gate.failed()
+		if gate.failed(c) {
+			return
+		}
 	}
 	c.Header("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q, error="invalid_token"`, "samla"))
 	AbortProblem(c, http.StatusUnauthorized, code, detail)
