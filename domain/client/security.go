@@ -109,9 +109,6 @@ func (c *Client) Certificates() []Certificate { return slices.Clone(c.certs) }
 // Settings are the client's settings.
 func (c *Client) Settings() Settings { return c.settings }
 
-// KeyValidUntil is when a retiring key stops authenticating; zero for a key without an end.
-func (c *Client) KeyValidUntil(keyID string) time.Time { return c.keys[keyID].validUntil }
-
 // APIKey is what the client's events tell of one of its keys, for the operator: never its hash.
 type APIKey struct {
 	ID        string
