@@ -10,7 +10,7 @@ FUZZTIME ?= 20s
 FUZZMINIMIZETIME ?= 1s
 FUZZ      = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
 
-.PHONY: all build run test test-race bench fuzz lint fmt clean
+.PHONY: all build run test test-race bench bench-http fuzz lint fmt clean
 
 all: build
 
@@ -28,6 +28,22 @@ test-race:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m $(PKGS)
+
+# make bench-http starts bin/samla on the embedded default (and with ClickHouse read models when
+# SAMLA_CLICKHOUSE_DSN is set) beside the bare Gin handler of $(SHARED)/bench/ginbase, drives both
+# with the same load and prints issue 11's table. BENCHHTTPFLAGS passes flags, e.g. -c 32 -d 10s -v.
+SHARED ?= ../shared
+BENCHHTTPFLAGS ?=
+
+bench-http: build
+	@if [ -d "$(SHARED)/bench/ginbase" ]; then \
+		(cd "$(SHARED)/bench/ginbase" && $(GO) build -o "$(CURDIR)/bin/ginbase" .) || exit 1; \
+		ginbase=bin/ginbase; \
+	else \
+		echo "bench-http: $(SHARED)/bench/ginbase missing: no bare baseline (set SHARED=...)"; \
+		ginbase=; \
+	fi; \
+	$(GO) run ./internal/benchhttp -samla $(BIN) -ginbase "$$ginbase" $(BENCHHTTPFLAGS)
 
 # go test -fuzz takes one target of one package a run, so every target is listed. A failure
 # stops the run and leaves the input under the package's testdata/fuzz/<target>/.
