@@ -311,7 +311,7 @@ func (c *Cancellation) Request(in RequestInput, now time.Time) error {
 	return domain.Record(c, Requested{DocumentID: in.DocumentID, ClientID: in.ClientID, CollectionID: col.ID(),
 		UserUUID: col.UserUUID(), Company: col.Company(), InsuranceID: ins.ID, InsuranceType: ins.InsuranceType,
 		Generation: in.Generation, DeliveryMethod: in.DeliveryMethod, TemplateVersion: in.TemplateVersion,
-		CancellationDate: CancellationDate(ins, at), RequestedAt: at, Personal: p})
+		CancellationDate: cancellationDate(ins, at), RequestedAt: at, Personal: p})
 }
 
 var (
@@ -342,9 +342,9 @@ func Cancellable(col *collection.Collection, clientID string) error {
 	}
 }
 
-// CancellationDate is the date a power of attorney requested at now cancels ins as of: its
+// cancellationDate is the date a power of attorney requested at now cancels ins as of: its
 // renewal date when that is known and later, else now's date (as soon as possible).
-func CancellationDate(ins collection.Insurance, now time.Time) string {
+func cancellationDate(ins collection.Insurance, now time.Time) string {
 	today := now.UTC().Format(time.DateOnly)
 	if r := ins.RenewalDate; r != nil && datePattern.MatchString(*r) && *r > today {
 		return *r
