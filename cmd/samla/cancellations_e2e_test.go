@@ -317,7 +317,7 @@ func TestCancellationsEndToEnd(t *testing.T) {
 		c.base, other.base = "http://"+svc.HTTPAddr(), "http://"+svc.HTTPAddr()
 		c.waitCancellation(docs[pet], 15*time.Second, sealed)
 	})
-	t.Run("unsigned past the deadline: TIMED_OUT, and withdrawn at the provider", func(t *testing.T) {
+	t.Run("unsigned past the deadline: TIMED_OUT", func(t *testing.T) {
 		c.waitCancellation(docs[accident], 20*time.Second, cancellationIs("TIMED_OUT"))
 		if msgs := outbox(t, sb.URL(), docs[accident]); len(msgs) != 1 {
 			t.Errorf("outbox %+v", msgs)
