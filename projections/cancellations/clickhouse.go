@@ -105,33 +105,29 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row, docs []Documen
 }
 
 func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.DocumentID
-	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "cancellations", "document_id", ids)
-	if err != nil {
-		return err
-	}
-	return s.insertRows(ctx, readdb.KeepNewer(rows, stored, rowKey, rowRevision))
+	return upsertNewer(ctx, s.conn, "cancellations", rows, rowKey, rowRevision, s.insertRows)
 }
 
 func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error {
-	if len(docs) == 0 {
+	return upsertNewer(ctx, s.conn, "cancellation_documents", docs, docKey, docRevision, s.insertDocs)
+}
+
+// upsertNewer inserts the items of table (keyed by document_id) whose revision is above the
+// stored one.
+func upsertNewer[T any](ctx context.Context, conn driver.Conn, table string, items []T,
+	key func(T) string, revision func(T) uint64, insert func(context.Context, []T) error) error {
+	if len(items) == 0 {
 		return nil
 	}
-	ids := make([]string, len(docs))
-	for i, d := range docs {
-		ids[i] = d.DocumentID
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = key(it)
 	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "cancellation_documents", "document_id", ids)
+	stored, err := readdb.StoredRevisions(ctx, conn, table, "document_id", ids)
 	if err != nil {
 		return err
 	}
-	return s.insertDocs(ctx, readdb.KeepNewer(docs, stored, docKey, docRevision))
+	return insert(ctx, readdb.KeepNewer(items, stored, key, revision))
 }
 
 // insertRows appends row versions as they are.

@@ -72,7 +72,7 @@ func flag(b bool) uint8 {
 // version it merges last, so the revision rule is applied before inserting, against the stored
 // maximum; one consumer per partition writes a client's rows, so nothing interleaves with it.
 func (s *ClickHouseStore) UpsertCertificates(ctx context.Context, rows []Certificate) error {
-	rows = latestCertificates(rows)
+	rows = readdb.LatestPerKey(rows, certificateKey, certificateRevision)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -97,7 +97,7 @@ func (s *ClickHouseStore) UpsertCertificates(ctx context.Context, rows []Certifi
 
 // UpsertSettings implements Store as UpsertCertificates does.
 func (s *ClickHouseStore) UpsertSettings(ctx context.Context, rows []Settings) error {
-	rows = latestSettings(rows)
+	rows = readdb.LatestPerKey(rows, settingsKey, settingsRevision)
 	if len(rows) == 0 {
 		return nil
 	}

@@ -10,8 +10,6 @@ package clientsecurity
 import (
 	"context"
 	"time"
-
-	"github.com/samla/samla/projections/readdb"
 )
 
 // Certificate is one client certificate. Serials are 128 random bits drawn by the CA, so a
@@ -61,11 +59,3 @@ func certificateKey(r Certificate) string      { return r.Serial }
 func certificateRevision(r Certificate) uint64 { return r.Revision }
 func settingsKey(r Settings) string            { return r.ClientID }
 func settingsRevision(r Settings) uint64       { return r.Revision }
-
-func latestCertificates(rows []Certificate) []Certificate {
-	return readdb.LatestPerKey(rows, certificateKey, certificateRevision)
-}
-
-func latestSettings(rows []Settings) []Settings {
-	return readdb.LatestPerKey(rows, settingsKey, settingsRevision)
-}

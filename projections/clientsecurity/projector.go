@@ -33,7 +33,7 @@ func (p *Projector) Name() string { return ProjectorName }
 func relevant(env eventschema.Envelope) bool {
 	switch env.Type {
 	case client.EventCertificateIssued, client.EventCertificateRevoked, client.EventSettingsChanged:
-		return eventschema.Category(env.Stream) == "client"
+		return eventschema.Category(env.Stream) == eventschema.Category(client.StreamPrefix)
 	}
 	return false
 }
