@@ -160,13 +160,9 @@ func (h *handlers) requestCancellations(c *gin.Context) {
 func writeCancellationError(c *gin.Context, err error) {
 	var exists *app.CancellationExistsError
 	var unknown *app.UnknownInsuranceError
-	switch fields := domain.FieldErrors(err); {
-	case len(fields) > 0:
-		errs := make([]httpapi.FieldError, len(fields))
-		for i, f := range fields {
-			errs[i] = httpapi.FieldError{Field: f.Field, Message: f.Reason}
-		}
-		httpapi.AbortValidation(c, "The cancellation request is invalid.", errs...)
+	switch {
+	case len(domain.FieldErrors(err)) > 0:
+		writeFieldErrors(c, "The cancellation request is invalid.", err)
 	case errors.Is(err, app.ErrSigningNotConfigured):
 		httpapi.AbortProblem(c, http.StatusUnprocessableEntity, CodeSigningNotConfigured,
 			"This client has no signing provider key or power-of-attorney template; the operator configures them.")
