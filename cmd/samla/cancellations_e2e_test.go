@@ -310,6 +310,21 @@ func TestCancellationsEndToEnd(t *testing.T) {
 		other.cancellationProblem(email(health), http.StatusUnprocessableEntity, "SIGNING_NOT_CONFIGURED")
 	})
 
+	t.Run("the user's own session cancels and reads; another user's session is refused", func(t *testing.T) {
+		token, _ := c.createSession(user)
+		own := c.session(token)
+		strangerToken, _ := c.createSession(c.createUser("cancel-stranger"))
+		stranger := c.session(strangerToken)
+		stranger.expect("POST", "/cancellations", email(life), http.StatusForbidden, "FORBIDDEN_FOR_SESSION")
+		stranger.expect("GET", "/cancellations/"+docs[home], nil, http.StatusForbidden, "FORBIDDEN_FOR_SESSION")
+		stranger.expect("GET", "/cancellations/"+docs[home]+"/pdf", nil, http.StatusForbidden, "FORBIDDEN_FOR_SESSION")
+		stranger.expect("DELETE", "/cancellations/"+docs[home], nil, http.StatusForbidden, "FORBIDDEN_FOR_SESSION")
+		own.expect("POST", "/cancellations", email(life), http.StatusCreated, "")
+		own.expect("GET", "/cancellations/"+docs[home], nil, http.StatusOK, "")
+		own.expect("GET", "/cancellations/"+docs[home]+"/pdf", nil, http.StatusOK, "")
+		own.expect("GET", "/collections/"+col+"/cancellations", nil, http.StatusOK, "")
+	})
+
 	t.Run("signed while Samla is down: the restarted connector finds it at the provider", func(t *testing.T) {
 		stop(t, svc)
 		holderActs(t, sb.URL(), docs[pet], "sign") // its callback finds nobody
@@ -337,13 +352,15 @@ func TestCancellationsEndToEnd(t *testing.T) {
 		}
 		for _, want := range []string{`samla_cancellation_status_changes_total{company="se-demo-insurer",status="TIMED_OUT"}`,
 			`samla_connector_cancellation_outcomes_total{code="",company="se-demo-insurer",status="TIMED_OUT"}`,
-			`samla_signing_provider_calls_total{operation="status",outcome="ok"}`} {
+			`samla_signing_provider_calls_total{operation="status",outcome="ok"}`,
+			`samla_cancellation_signature_duration_seconds_count{company="se-demo-insurer"}`} {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("metrics lack %s", want)
 			}
 		}
-		if strings.Contains(b.String(), "Tolvan") || strings.Contains(b.String(), "191212121212") {
-			t.Error("personal data in the metrics")
+		if strings.Contains(b.String(), "Tolvan") || strings.Contains(b.String(), "191212121212") ||
+			strings.Contains(b.String(), "acme-provider-key-0001") {
+			t.Error("personal data or the provider key in the metrics")
 		}
 	})
 
