@@ -105,13 +105,12 @@ type CancellationWorker struct {
 	cfg CancellationConfig
 	log *slog.Logger
 
-	// mu guards pool's state and the maps below, so that Stop drops the timers atomically with
-	// stopping the pool.
+	// mu guards pool's state and lost.
 	mu sync.Mutex
-	// pool reruns: a pass asked for while one runs is followed by another.
-	pool   *pool
-	timers map[string]*time.Timer
-	lost   map[string]bool // cancellations whose lost process was logged
+	// pool reruns: a pass asked for while one runs is followed by another. Its timers are the
+	// pending cancellations' deadlines.
+	pool *pool
+	lost map[string]bool // cancellations whose lost process was logged
 }
 
 // NewCancellationWorker builds a cancellation worker. It panics when WorkerID, Repo, Clients,
@@ -139,7 +138,7 @@ func NewCancellationWorker(cfg CancellationConfig) *CancellationWorker {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
 	w := &CancellationWorker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
-		timers: map[string]*time.Timer{}, lost: map[string]bool{}}
+		lost: map[string]bool{}}
 	w.pool = newPool(&w.mu, cfg.MaxSessions, true)
 	return w
 }
@@ -186,12 +185,7 @@ func (w *CancellationWorker) Run(ctx context.Context) error {
 
 // Stop cancels every pass and timer and waits until they have returned. It is idempotent.
 func (w *CancellationWorker) Stop() {
-	w.pool.stop(func() {
-		for id, t := range w.timers {
-			t.Stop()
-			delete(w.timers, id)
-		}
-	})
+	w.pool.stop()
 }
 
 // Running reports how many passes run now.
@@ -235,36 +229,14 @@ func (w *CancellationWorker) pass(id string) {
 
 // arm schedules a pass at a pending cancellation's deadline; a timer armed before is replaced.
 func (w *CancellationWorker) arm(id string, at time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pool.stopped {
-		return
-	}
-	if t, ok := w.timers[id]; ok {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(at.Sub(w.now()), func() {
-		w.mu.Lock()
-		if w.timers[id] == t {
-			delete(w.timers, id)
-		}
-		w.mu.Unlock()
+	w.pool.after(id, at, w.now(), func() {
 		if err := w.start(w.pool.ctx, id); err != nil && !errors.Is(err, ErrStopped) {
 			w.log.Warn("deadline of a pending cancellation not started; the next sweep finds it", "cancellation", id, "error", err)
 		}
 	})
-	w.timers[id] = t
 }
 
-func (w *CancellationWorker) disarm(id string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if t, ok := w.timers[id]; ok {
-		t.Stop()
-		delete(w.timers, id)
-	}
-}
+func (w *CancellationWorker) disarm(id string) { w.pool.cancelTimer(id) }
 
 func (w *CancellationWorker) now() time.Time { return w.cfg.Clock() }
 
@@ -507,11 +479,10 @@ func (s *cancellationSession) follow(ctx context.Context) error {
 func (s *cancellationSession) due() bool { return !s.w.now().Before(s.c.Sent().Deadline) }
 
 func (s *cancellationSession) timeOut(ctx context.Context) error {
-	c, err := s.mutate(ctx, func(c *cancellation.Cancellation) error { return c.TimeOut(s.w.now()) })
-	if err != nil {
+	// mutate keeps s.c, now TIMED_OUT, for the withdrawal.
+	if _, err := s.mutate(ctx, func(c *cancellation.Cancellation) error { return c.TimeOut(s.w.now()) }); err != nil {
 		return err
 	}
-	s.c = c
 	s.w.disarm(s.id)
 	s.outcome(cancellation.StatusTimedOut, "")
 	return s.withdrawAtProvider(ctx)

@@ -92,13 +92,11 @@ type ConsentWorker struct {
 	cfg ConsentConfig
 	log *slog.Logger
 
-	// mu guards pool's state and the maps below, so that Stop drops the timers atomically with
-	// stopping the pool.
-	mu   sync.Mutex
+	// mu guards pool's state and revoking, so that nothing is withdrawn after Stop.
+	mu sync.Mutex
+	// pool holds the sessions and the expiry timers of authorized consents, by consent id; a
+	// sweep does not load a consent that has one.
 	pool *pool
-	// expiries are the armed expiry timers of authorized consents, by consent id; a sweep does
-	// not load a consent that has one.
-	expiries map[string]*time.Timer
 	// revoking are the bank consents being withdrawn here, so that the Kafka feed and a session
 	// do not withdraw the same one twice at once.
 	revoking map[string]bool
@@ -140,7 +138,7 @@ func NewConsentWorker(cfg ConsentConfig) *ConsentWorker {
 	}
 	w := &ConsentWorker{
 		cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
-		expiries: map[string]*time.Timer{}, revoking: map[string]bool{},
+		revoking: map[string]bool{},
 	}
 	w.pool = newPool(&w.mu, cfg.MaxSessions, false)
 	return w
@@ -211,12 +209,7 @@ func (w *ConsentWorker) Run(ctx context.Context) error {
 // Stop cancels every session, timer and withdrawal, and waits until they have returned. A
 // stopped session records nothing more: it is resumed later. It is idempotent.
 func (w *ConsentWorker) Stop() {
-	w.pool.stop(func() {
-		for id, t := range w.expiries {
-			t.Stop()
-			delete(w.expiries, id)
-		}
-	})
+	w.pool.stop()
 }
 
 // Running reports how many consent sessions this worker drives now.
@@ -224,9 +217,7 @@ func (w *ConsentWorker) Running() int { return w.pool.active() }
 
 // Armed reports how many authorized consents wait for their expiry here.
 func (w *ConsentWorker) Armed() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.expiries)
+	return w.pool.armedCount()
 }
 
 func (w *ConsentWorker) isStopped() bool { return w.pool.isStopped() }
@@ -244,10 +235,7 @@ func (w *ConsentWorker) sweep(ctx context.Context) {
 		return
 	}
 	for _, id := range ids {
-		w.mu.Lock()
-		_, armed := w.expiries[id]
-		w.mu.Unlock()
-		if armed {
+		if w.pool.armed(id) {
 			continue // authorized, its expiry timer runs here
 		}
 		if err := w.start(ctx, id, ""); err != nil {
@@ -262,37 +250,15 @@ func (w *ConsentWorker) sweep(ctx context.Context) {
 // arm schedules the expiry of an authorized consent: at expiresAt a session records
 // consent.expired. A timer armed before is replaced.
 func (w *ConsentWorker) arm(id string, expiresAt time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pool.stopped {
-		return
-	}
-	if t, ok := w.expiries[id]; ok {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(expiresAt.Sub(w.now()), func() {
-		w.mu.Lock()
-		if w.expiries[id] == t {
-			delete(w.expiries, id)
-		}
-		w.mu.Unlock()
+	w.pool.after(id, expiresAt, w.now(), func() {
 		if err := w.start(w.pool.ctx, id, ""); err != nil && !errors.Is(err, ErrStopped) {
 			// The next sweep finds the consent again (it has no timer any more).
 			w.log.Warn("expiry of an authorized consent not started", "consent", id, "error", err)
 		}
 	})
-	w.expiries[id] = t
 }
 
 // disarm drops the expiry timer of a consent that ended otherwise (revoked).
-func (w *ConsentWorker) disarm(id string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if t, ok := w.expiries[id]; ok {
-		t.Stop()
-		delete(w.expiries, id)
-	}
-}
+func (w *ConsentWorker) disarm(id string) { w.pool.cancelTimer(id) }
 
 func (w *ConsentWorker) now() time.Time { return w.cfg.Clock() }

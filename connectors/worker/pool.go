@@ -8,8 +8,9 @@ import (
 
 // pool is the concurrency machinery the three process managers (Worker, ConsentWorker,
 // CancellationWorker) share: at most one session goroutine per id, at most MaxSessions at once,
-// all under one lifetime that stop cancels and waits for. The workers keep what differs (what a
-// session does, their timers, their logs and metrics).
+// all under one lifetime that stop cancels and waits for, and a timer per id that starts a
+// session when it fires. The workers keep what differs (what a session does, their logs and
+// metrics).
 type pool struct {
 	// ctx is the lifetime of every session: sessions outlive the call that started them (a
 	// consumer's batch, a sweep) and end only when the worker stops.
@@ -18,14 +19,16 @@ type pool struct {
 	slots  chan struct{}
 
 	// mu is the owning worker's mutex, not the pool's own, so that a worker's own state (its
-	// timers, its withdrawals) changes atomically with stopped: nothing is armed after stop.
+	// withdrawals) changes atomically with stopped: nothing is armed or started after stop.
 	// It guards the fields below; the owner reads stopped and adds to wg under it.
 	mu      *sync.Mutex
 	running map[string]bool // ids with a session goroutine here
 	// again, nil unless the pool was built to rerun, holds the ids whose running session was
 	// asked for again: the goroutine runs it once more, so that a request that came while a
 	// session read a remote state it may have missed is not lost.
-	again   map[string]bool
+	again map[string]bool
+	// timers are the armed timers (see after), by id.
+	timers  map[string]*time.Timer
 	stopped bool
 	wg      sync.WaitGroup
 }
@@ -34,7 +37,8 @@ type pool struct {
 // start that finds its id running make that goroutine run the session again when it is done.
 func newPool(mu *sync.Mutex, maxSessions int, rerun bool) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxSessions), mu: mu, running: map[string]bool{}}
+	p := &pool{ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxSessions), mu: mu,
+		running: map[string]bool{}, timers: map[string]*time.Timer{}}
 	if rerun {
 		p.again = map[string]bool{}
 	}
@@ -111,14 +115,62 @@ func (p *pool) loop(id string, session func()) {
 	}
 }
 
-// stop marks the pool stopped, cancels every session and waits until they have returned. It
-// runs release (when set) under mu with stopped set, for the owner to drop its timers
-// atomically with it. It is idempotent.
-func (p *pool) stop(release func()) {
+// after arms a timer that calls fire (outside mu) at at, by the clock now gives; a timer armed
+// before for id is replaced. Nothing is armed once the pool stopped. A timer that fires drops
+// itself from the armed ones first.
+func (p *pool) after(id string, at, now time.Time, fire func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	if t, ok := p.timers[id]; ok {
+		t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(at.Sub(now), func() {
+		p.mu.Lock()
+		if p.timers[id] == t {
+			delete(p.timers, id)
+		}
+		p.mu.Unlock()
+		fire()
+	})
+	p.timers[id] = t
+}
+
+// cancelTimer drops id's timer, if one is armed.
+func (p *pool) cancelTimer(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.timers[id]; ok {
+		t.Stop()
+		delete(p.timers, id)
+	}
+}
+
+// armed reports whether id has a timer; armedCount how many ids have one.
+func (p *pool) armed(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.timers[id]
+	return ok
+}
+
+func (p *pool) armedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.timers)
+}
+
+// stop marks the pool stopped, drops every timer, cancels every session and waits until they
+// have returned. It is idempotent.
+func (p *pool) stop() {
 	p.mu.Lock()
 	p.stopped = true
-	if release != nil {
-		release()
+	for id, t := range p.timers {
+		t.Stop()
+		delete(p.timers, id)
 	}
 	p.mu.Unlock()
 	p.cancel()

@@ -211,7 +211,7 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // Stop cancels every session and waits until they have returned. It is idempotent.
-func (w *Worker) Stop() { w.pool.stop(nil) }
+func (w *Worker) Stop() { w.pool.stop() }
 
 // Running reports how many sessions this worker drives now.
 func (w *Worker) Running() int { return w.pool.active() }
