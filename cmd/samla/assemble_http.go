@@ -80,7 +80,7 @@ func (s *Service) startHTTP() error {
 		}
 	}
 	if s.cfg.OpsAddr != "" {
-		if err := s.serve("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready)); err != nil {
+		if err := s.serve("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready, s.cfg.Profiling)); err != nil {
 			return err
 		}
 	}

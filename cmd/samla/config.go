@@ -23,6 +23,7 @@ type Config struct {
 	DataDir          string
 	HTTPAddr         string
 	OpsAddr          string
+	Profiling        bool
 	BootstrapAPIKey  string
 	EventStore       string // "sqlite" or an esdb:// connection string
 	KafkaBrokers     string // empty: the embedded broker
@@ -105,6 +106,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.DataDir, "data-dir", env.String("SAMLA_DATA_DIR", "./data"), "embedded event store, Kafka log and read models [SAMLA_DATA_DIR]")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String("SAMLA_HTTP_ADDR", "127.0.0.1:8080"), "REST API listener [SAMLA_HTTP_ADDR]")
 	fs.StringVar(&c.OpsAddr, "ops-addr", env.String("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
+	fs.BoolVar(&c.Profiling, "pprof", env.Bool("SAMLA_PPROF", false), "serve Go's profiles under /debug/pprof/ on the ops listener [SAMLA_PPROF]")
 	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env.String("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
 	fs.StringVar(&c.FingerprintKeyFile, "fingerprint-key-file", env.String("SAMLA_FINGERPRINT_KEY_FILE", ""), "file whose content (at least 32 bytes) keys the requests' idempotency fingerprints; a distributed deployment gives every command replica the same file. Empty: a key generated into <data dir>/fingerprint-key on the first start and reused [SAMLA_FINGERPRINT_KEY_FILE]")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", env.Duration("SAMLA_SESSION_TTL", sessiontoken.DefaultTTL), "lifetime of a user's session token, at most 24h [SAMLA_SESSION_TTL]")

@@ -467,7 +467,7 @@ func TestOpsHandler(t *testing.T) {
 	m := metrics.New(reg)
 	m.RelayPublished.Inc()
 	var readyErr error
-	h := NewOpsHandler(reg, func(context.Context) error { return readyErr })
+	h := NewOpsHandler(reg, func(context.Context) error { return readyErr }, false)
 	get := func(path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -485,6 +485,15 @@ func TestOpsHandler(t *testing.T) {
 	readyErr = errors.New("event store unreachable")
 	if w := get("/readyz"); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "unreachable") {
 		t.Fatalf("/readyz failing = %d %s", w.Code, w.Body)
+	}
+	if w := get("/debug/pprof/"); w.Code != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/ without profiling = %d, want 404", w.Code)
+	}
+	profiled := NewOpsHandler(reg, nil, true)
+	w := httptest.NewRecorder()
+	profiled.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/pprof/goroutine?debug=1", nil))
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "goroutine profile") {
+		t.Fatalf("/debug/pprof/goroutine with profiling = %d %.80s", w.Code, w.Body)
 	}
 }
 

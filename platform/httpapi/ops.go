@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,8 +18,18 @@ const readyTimeout = 2 * time.Second
 // NewOpsHandler serves the ops listener: /metrics (Prometheus), /livez (the process serves
 // HTTP) and /readyz (ready(ctx) returns nil: the dependencies answer). It is a separate listener
 // from the API so that it needs no client authentication and is never exposed to clients.
-func NewOpsHandler(reg prometheus.Gatherer, ready func(context.Context) error) http.Handler {
+//
+// With profiling, /debug/pprof/ serves Go's profiles too: they show the code and its timing,
+// never request data, and stay off unless the operator asks (they cost nothing until fetched).
+func NewOpsHandler(reg prometheus.Gatherer, ready func(context.Context) error, profiling bool) http.Handler {
 	mux := http.NewServeMux()
+	if profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeOpsJSON(w, http.StatusOK, map[string]string{"status": "ok"})
