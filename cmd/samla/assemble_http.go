@@ -28,7 +28,6 @@ import (
 	"github.com/samla/samla/projections/cancellations"
 	"github.com/samla/samla/projections/clientsecurity"
 	"github.com/samla/samla/projections/collectiondata"
-	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/consents"
 	"github.com/samla/samla/projections/eventhistory"
 	"github.com/samla/samla/projections/users"
@@ -113,7 +112,7 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 		}
 		httpcmd.RegisterRoutes(engine, httpcmd.Deps{Collections: collections, FingerprintKey: key,
 			Users:           userService,
-			CollectionUsers: collectionstatus.NewReader(s.models.Status, s.keys),
+			CollectionUsers: s.statusReader(),
 			// A DELETE answers once the users read model, which the session check asks, shows
 			// the deletion; one that a projection of this very process does not show in time is
 			// a fault. The read model alone: the event store says "not live" the moment the user
@@ -129,7 +128,7 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 		httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: sessions.tokens, Users: userService})
 	}
 	if s.roles.Query {
-		status := collectionstatus.NewReader(s.models.Status, s.keys)
+		status := s.statusReader()
 		consentModel := consents.NewReader(s.models.Consents, s.keys)
 		httpquery.RegisterRoutes(engine, httpquery.Deps{
 			Status: status, History: eventhistory.NewReader(s.models.History, s.keys),

@@ -15,6 +15,7 @@ import (
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/mtlsca"
 	"github.com/samla/samla/platform/sessiontoken"
+	"github.com/samla/samla/projections/collectionstatus"
 )
 
 // Config is every role's configuration. Each setting is a flag whose default comes from a
@@ -24,6 +25,7 @@ type Config struct {
 	HTTPAddr         string
 	OpsAddr          string
 	Profiling        bool
+	StatusViewRows   int
 	BootstrapAPIKey  string
 	EventStore       string // "sqlite" or an esdb:// connection string
 	KafkaBrokers     string // empty: the embedded broker
@@ -106,6 +108,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.DataDir, "data-dir", env.String("SAMLA_DATA_DIR", "./data"), "embedded event store, Kafka log and read models [SAMLA_DATA_DIR]")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String("SAMLA_HTTP_ADDR", "127.0.0.1:8080"), "REST API listener [SAMLA_HTTP_ADDR]")
 	fs.StringVar(&c.OpsAddr, "ops-addr", env.String("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
+	fs.IntVar(&c.StatusViewRows, "status-view-rows", env.Int("SAMLA_STATUS_VIEW_ROWS", collectionstatus.DefaultViewCapacity), "rows the in-memory status view keeps for the status poll (embedded: query and projection in one process); 0: none, every poll reads the read model [SAMLA_STATUS_VIEW_ROWS]")
 	fs.BoolVar(&c.Profiling, "pprof", env.Bool("SAMLA_PPROF", false), "serve Go's profiles under /debug/pprof/ on the ops listener [SAMLA_PPROF]")
 	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env.String("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
 	fs.StringVar(&c.FingerprintKeyFile, "fingerprint-key-file", env.String("SAMLA_FINGERPRINT_KEY_FILE", ""), "file whose content (at least 32 bytes) keys the requests' idempotency fingerprints; a distributed deployment gives every command replica the same file. Empty: a key generated into <data dir>/fingerprint-key on the first start and reused [SAMLA_FINGERPRINT_KEY_FILE]")
@@ -178,6 +181,9 @@ func (c *Config) validate() error {
 	positive("signing-poll", c.SigningPoll)
 	positive("session-ttl", c.SessionTTL)
 	positive("read-header-timeout", c.ReadHeaderTimeout)
+	if c.StatusViewRows < 0 {
+		errs = append(errs, fmt.Errorf("--status-view-rows must not be negative, not %d", c.StatusViewRows))
+	}
 	if c.MaxConnections < 0 {
 		errs = append(errs, fmt.Errorf("--max-connections must not be negative, not %d", c.MaxConnections))
 	}

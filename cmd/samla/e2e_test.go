@@ -139,7 +139,8 @@ func (c apiClient) waitStatus(id string, timeout time.Duration, done func(string
 			if done(last.Status) {
 				return last
 			}
-		} else if code != http.StatusNotFound { // 404 only until the projection has caught up
+		} else {
+			// Never a 404, not even right after the 201: read-your-writes.
 			c.t.Fatalf("status poll = %d %s", code, body)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -307,5 +308,30 @@ func TestRestartResumesAndMatchesRebuild(t *testing.T) {
 	path := statusPath(t, historyBefore)
 	if fmt.Sprint(path[len(path)-2:]) != "[COLLECTING COMPLETED]" {
 		t.Fatalf("status path after restart %v", path)
+	}
+}
+
+// TestPollRightAfterTheCreateSeesIt: a client polls each collection the moment its 201 has
+// come, before the projection can have folded it; not one poll may answer 404, and polls of an
+// unknown id, or of another client's, still do.
+func TestPollRightAfterTheCreateSeesIt(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	svc := start(t, cfg)
+	defer stop(t, svc)
+	c := apiClient{t: t, base: "http://" + svc.HTTPAddr(), key: testAPIKey}
+	for i := 0; i < 40; i++ {
+		id := c.startCollection("191212121212")
+		code, body, _ := c.do("GET", "/collections/"+id+"/status", nil, map[string]string{"Service-Version": "2026-04-01"})
+		if code != http.StatusOK {
+			t.Fatalf("poll %d right after the 201 = %d %s", i, code, body)
+		}
+		var st statusBody
+		if err := json.Unmarshal(body, &st); err != nil || st.CollectionID != id || st.Status == "" {
+			t.Fatalf("poll %d right after the 201 = %s (%v)", i, body, err)
+		}
+	}
+	if code, _, _ := c.do("GET", "/collections/3f1e8a52-9d2c-4b7a-8e6f-0a1b2c3d4e5f/status", nil,
+		map[string]string{"Service-Version": "2026-04-01"}); code != http.StatusNotFound {
+		t.Fatalf("poll of an unknown collection = %d, want 404", code)
 	}
 }

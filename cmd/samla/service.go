@@ -118,7 +118,9 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		s.keys, opened = keys, keys
 		s.closers = append(s.closers, keys.close)
 	}
-	if roles.Command || roles.Relay || roles.Connect {
+	// The query role reads it only for a collection its read model does not show yet
+	// (read-your-writes: statusReader).
+	if roles.Command || roles.Relay || roles.Connect || roles.Query {
 		store, err := openStore(cfg)
 		if err != nil {
 			return nil, err
@@ -146,6 +148,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		models.Metrics = s.metrics
 		s.models = models
 		s.closers = append(s.closers, models.Close)
+		s.useStatusView()
 	}
 	if roles.Connect && cfg.Sandbox {
 		// The companies' EID orders expire when Samla's EID deadline does, so that both tell the

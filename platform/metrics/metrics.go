@@ -42,6 +42,13 @@ type Metrics struct {
 	CancellationOutcomes *prometheus.CounterVec // company, status, code
 	// SigningProviderCalls counts the calls of the signing providers, by operation and outcome.
 	SigningProviderCalls *prometheus.CounterVec // operation, outcome
+	// StatusViewEvictions counts the rows the in-memory status view dropped to make room.
+	StatusViewEvictions prometheus.Counter
+	// StatusReadFallbacks counts the status polls answered from the event store because the
+	// read model did not show the collection yet (read-your-writes), by outcome (found, absent).
+	StatusReadFallbacks *prometheus.CounterVec // outcome
+
+	reg prometheus.Registerer
 }
 
 // New registers every collector on reg.
@@ -122,10 +129,26 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "samla_signing_provider_calls_total",
 			Help: "Calls of the signing providers, by operation (start, status, document, cancel) and outcome.",
 		}, []string{"operation", "outcome"}),
+		StatusViewEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "samla_status_view_evictions_total", Help: "Rows the in-memory status view dropped to make room.",
+		}),
+		StatusReadFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_status_event_store_reads_total",
+			Help: "Status polls of a collection the read model did not show yet, answered from the event store, by outcome (found, absent).",
+		}, []string{"outcome"}),
+		reg: reg,
 	}
+	reg.MustRegister(m.StatusViewEvictions, m.StatusReadFallbacks)
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
 		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls)
 	return m
+}
+
+// StatusViewRows reports rows() as the size of the in-memory status view; call it once.
+func (m *Metrics) StatusViewRows(rows func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "samla_status_view_rows", Help: "Rows the in-memory status view holds.",
+	}, func() float64 { return float64(rows()) }))
 }

@@ -18,6 +18,18 @@ import (
 type Reader struct {
 	store Store
 	keys  eventschema.Keys
+	// events, when set, answers for a collection the read model does not show yet.
+	events *eventFallback
+}
+
+// StreamSource reads one collection's events from the event store, oldest first, sealed as
+// stored: none, and no error, for a collection the store does not know.
+type StreamSource func(ctx context.Context, collectionID string) ([]eventschema.Envelope, error)
+
+// eventFallback folds a collection's events as the projector would, without writing anything.
+type eventFallback struct {
+	source StreamSource
+	fold   *Projector
 }
 
 var _ query.StatusReader = Reader{}
@@ -25,9 +37,23 @@ var _ query.StatusReader = Reader{}
 // NewReader returns the reader over store, opening the rows' personal parts with keys.
 func NewReader(store Store, keys eventschema.Keys) Reader { return Reader{store: store, keys: keys} }
 
+// WithEventStore returns the reader with read-your-writes: a collection the read model does not
+// show yet (the projection runs a few milliseconds behind the command's 201) is folded from its
+// events in source, decoded with reg, so that a poll right after the 201 never answers 404. A
+// 404 then means the collection does not exist, or is another tenant's. Only ids the read model
+// lacks reach the event store, and the result is not written anywhere: the projection stays
+// the only writer of the read model.
+func (r Reader) WithEventStore(reg *eventschema.Registry, source StreamSource) Reader {
+	r.events = &eventFallback{source: source, fold: NewProjector(reg, nil, r.keys)}
+	return r
+}
+
 // Get implements query.StatusReader: a collection the tenant cannot see is query.ErrNotFound.
 func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.StatusView, error) {
 	row, err := r.store.Get(ctx, tenant, collectionID)
+	if errors.Is(err, readdb.ErrNotFound) && r.events != nil {
+		row, err = r.events.row(ctx, tenant, collectionID)
+	}
 	if errors.Is(err, readdb.ErrNotFound) {
 		return query.StatusView{}, fmt.Errorf("collection %s: %w", collectionID, query.ErrNotFound)
 	}
@@ -54,9 +80,13 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 // none; found is false for a collection the tenant cannot see. It is the port the command side's
 // session check of supplement-info declares (httpcmd.CollectionUsers, restated in statustest:
 // a projection does not import the command side). It reads the row on every call and opens
-// nothing.
+// nothing; with the event store (WithEventStore), a collection the read model does not show yet
+// is found there, as the status poll finds it.
 func (r Reader) CollectionUser(ctx context.Context, tenant, collectionID string) (userUUID string, found bool, err error) {
 	row, err := r.store.Get(ctx, tenant, collectionID)
+	if errors.Is(err, readdb.ErrNotFound) && r.events != nil {
+		row, err = r.events.row(ctx, tenant, collectionID)
+	}
 	switch {
 	case errors.Is(err, readdb.ErrNotFound):
 		return "", false, nil
@@ -93,4 +123,35 @@ func statusView(row Row) query.StatusView {
 		view.EIDOrder = &query.EIDOrderView{QRStartToken: o.QRStartToken, AutoStartToken: o.AutoStartToken, StartedAt: o.StartedAt}
 	}
 	return view
+}
+
+// row folds the collection's events into the row the projector would write, or
+// readdb.ErrNotFound when the store has none or they are another tenant's.
+func (f *eventFallback) row(ctx context.Context, tenant, collectionID string) (Row, error) {
+	events, err := f.source(ctx, collectionID)
+	if err != nil {
+		return Row{}, fmt.Errorf("collection %s from the event store: %w", collectionID, err)
+	}
+	var (
+		row    Row
+		exists bool
+	)
+	for _, env := range events {
+		payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
+		if err != nil {
+			return Row{}, fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+		}
+		env.Payload = payload
+		next, changed, err := f.fold.apply(ctx, collectionID, row, exists, env)
+		if err != nil {
+			return Row{}, fmt.Errorf("collection %s from the event store: %w", collectionID, err)
+		}
+		if changed {
+			row, exists = next, true
+		}
+	}
+	if !exists || row.Tenant != tenant {
+		return Row{}, readdb.ErrNotFound
+	}
+	return stored(row), nil
 }

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		{"ReaderGetThroughItsPort", testReaderGet},
 		{"ReaderListNonFinal", testReaderListNonFinal},
 		{"ReaderCollectionUser", testReaderCollectionUser},
+		{"ReaderReadYourWrites", testReaderReadYourWrites},
 		{"ListByUser", testListByUser},
 		{"ListByUserPages", testListByUserPages},
 		{"ProjectorListByUser", testProjectorListByUser},

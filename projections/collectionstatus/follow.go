@@ -1,0 +1,141 @@
+package collectionstatus
+
+import (
+	"context"
+	"time"
+
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/projections/readdb"
+)
+
+// A query process that does not run the collection-status projection keeps its view current by
+// following the event stream itself (Follower, fed by a Kafka consumer of its own that starts
+// at the end and commits nothing) and reads what the view lacks from the read model
+// (Followed). The read model stays the durable copy and the cold start; the view only ever
+// holds a row at a revision the read model had, or one the follower folded on top of it event
+// by event.
+
+// DefaultFollowFreshness bounds how long a follower serves a non-final row it read from the
+// read model before any event confirmed it: the row may predate events the follower passed
+// before it held the row.
+const DefaultFollowFreshness = time.Second
+
+// Followed returns durable with view in front, for a query process whose view a Follower keeps
+// current: Get answers from memory when the view can vouch for the row, else reads the Store
+// and remembers the row as read at that time. Every other method is durable's.
+func Followed(durable Store, view *View, freshness time.Duration) Store {
+	return &followedStore{Store: durable, view: view, freshness: freshness, now: time.Now}
+}
+
+type followedStore struct {
+	Store
+	view      *View
+	freshness time.Duration
+	now       func() time.Time
+}
+
+// Get serves the poll.
+func (f *followedStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
+	if e, ok := f.view.entry(collectionID); ok && f.vouches(e) {
+		if e.row.Tenant != tenant {
+			return Row{}, readdb.ErrNotFound
+		}
+		return e.row, nil
+	}
+	row, err := f.Store.Get(ctx, tenant, collectionID)
+	if err != nil {
+		return Row{}, err
+	}
+	held := f.view.store(viewEntry{row: row, loaded: f.now()}, true)
+	if held.row.Revision > row.Revision && held.row.Tenant == tenant {
+		return held.row, nil // the follower is ahead of the read model
+	}
+	return row, nil
+}
+
+// Upsert, ErasePersonal and Reset are the projection's, never a query process's; should one
+// be called here, the rows it touches are forgotten so that the view cannot contradict it.
+func (f *followedStore) Upsert(ctx context.Context, rows []Row) error {
+	err := f.Store.Upsert(ctx, rows)
+	for _, r := range rows {
+		f.view.forget(r.CollectionID)
+	}
+	return err
+}
+
+func (f *followedStore) ErasePersonal(ctx context.Context, tenant, userUUID string) error {
+	err := f.Store.ErasePersonal(ctx, tenant, userUUID)
+	f.view.drop(func(r Row) bool { return r.Tenant == tenant && r.UserUUID == userUUID })
+	return err
+}
+
+func (f *followedStore) Reset(ctx context.Context) error {
+	err := f.Store.Reset(ctx)
+	f.view.drop(func(Row) bool { return true })
+	return err
+}
+
+// vouches tells whether e may be served: current, final (a final status no longer changes what
+// the poll shows), or read from the Store within the freshness bound.
+func (f *followedStore) vouches(e viewEntry) bool {
+	return e.loaded.IsZero() || collection.Status(e.row.Status).IsFinal() || f.now().Sub(e.loaded) < f.freshness
+}
+
+// Follower folds the event stream into a view. It is a projections.Projector by shape (Name,
+// Handle) but writes nothing durable; its consumer must start at the end and commit nothing.
+type Follower struct {
+	view *View
+	fold *Projector
+}
+
+// NewFollower returns the follower of view, decoding with reg and sealing personal parts with
+// keys as the projector does (the view's rows are the read model's, sealed alike).
+func NewFollower(reg *eventschema.Registry, view *View, keys eventschema.Keys) *Follower {
+	return &Follower{view: view, fold: NewProjector(reg, nil, keys)}
+}
+
+// Name names the follower in logs and metrics; its consumer group is unique to the process.
+func (f *Follower) Name() string { return "collection-status-view" }
+
+// Handle folds each event of a collection the view holds into its row when it is the row's
+// next revision. A collection the view does not hold is left to the first poll, which reads it
+// from the read model. A gap (the row is older than the event's predecessor: it was read from
+// the read model after the follower had passed events of it) or an event that cannot be folded
+// drops the row, which the next poll reads again. A user.deleted drops the user's rows: the
+// read model has their personal parts erased, or soon will. Handle never fails: the view is a
+// cache, and the read model behind it has the truth.
+func (f *Follower) Handle(ctx context.Context, batch []eventschema.Envelope) error {
+	for _, env := range batch {
+		if user, ok := readdb.DeletedUser(env); ok {
+			tenant := env.Tenant
+			f.view.drop(func(r Row) bool { return r.Tenant == tenant && r.UserUUID == user })
+			continue
+		}
+		id, ok := foldKey(env)
+		if !ok {
+			continue
+		}
+		e, ok := f.view.entry(id)
+		if !ok || env.Revision <= e.row.Revision {
+			continue
+		}
+		if env.Revision != e.row.Revision+1 {
+			f.view.forget(id)
+			continue
+		}
+		payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
+		if err != nil {
+			f.view.forget(id)
+			continue
+		}
+		env.Payload = payload
+		next, changed, err := f.fold.apply(ctx, id, e.row, true, env)
+		if err != nil || !changed {
+			f.view.forget(id)
+			continue
+		}
+		f.view.confirm(e.row.Revision, stored(next))
+	}
+	return nil
+}

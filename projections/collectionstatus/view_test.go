@@ -1,0 +1,192 @@
+package collectionstatus_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/collectionstatus/statustest"
+	"github.com/samla/samla/projections/readdb"
+	"github.com/samla/samla/projections/readdb/readdbtest"
+)
+
+// The view in front of the SQLite store passes the whole contract: the poll cannot tell it
+// from the store, whether its row came from the projector's write or from a miss.
+func TestCachedSQLiteStore(t *testing.T) {
+	readdbtest.RunSQLite(t, func(ctx context.Context, db *sql.DB) (collectionstatus.Store, error) {
+		s, err := collectionstatus.NewSQLite(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		return collectionstatus.Cached(s, collectionstatus.NewView(1000)), nil
+	}, statustest.Run)
+}
+
+// A view of one row a shard, which drops rows all the time, still passes it: a dropped row is
+// read back from the store.
+func TestCachedSQLiteStoreEvicting(t *testing.T) {
+	readdbtest.RunSQLite(t, func(ctx context.Context, db *sql.DB) (collectionstatus.Store, error) {
+		s, err := collectionstatus.NewSQLite(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		return collectionstatus.Cached(s, collectionstatus.NewView(0)), nil
+	}, statustest.Run)
+}
+
+// countingStore counts the reads that reach the durable store.
+type countingStore struct {
+	collectionstatus.Store
+	gets atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, tenant, id string) (collectionstatus.Row, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, tenant, id)
+}
+
+func sqliteStore(t *testing.T) collectionstatus.Store {
+	t.Helper()
+	s, err := collectionstatus.NewSQLite(context.Background(), readdbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func viewRow(id, tenant, status string, rev uint64) collectionstatus.Row {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	return collectionstatus.Row{CollectionID: id, Tenant: tenant, Company: "se-demo-insurer", Product: "INSURANCE",
+		Status: status, CreatedAt: at, UpdatedAt: at.Add(time.Duration(rev) * time.Second), Revision: rev}
+}
+
+// A polled row the projector wrote is answered from memory: no read reaches the store, also
+// not for another tenant, who gets the store's not-found.
+func TestViewAnswersPollsWithoutTheStore(t *testing.T) {
+	ctx := context.Background()
+	durable := &countingStore{Store: sqliteStore(t)}
+	s := collectionstatus.Cached(durable, collectionstatus.NewView(100))
+	if err := s.Upsert(ctx, []collectionstatus.Row{viewRow("c-1", "acme", "RUNNING", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if row, err := s.Get(ctx, "acme", "c-1"); err != nil || row.Status != "RUNNING" {
+			t.Fatalf("Get = %v, %v", row.Status, err)
+		}
+	}
+	if _, err := s.Get(ctx, "other", "c-1"); !errors.Is(err, readdb.ErrNotFound) {
+		t.Fatalf("another tenant's Get = %v, want readdb.ErrNotFound", err)
+	}
+	if n := durable.gets.Load(); n != 0 {
+		t.Fatalf("%d polls reached the store", n)
+	}
+	// A cold row is read once, then served from memory.
+	if err := durable.Store.Upsert(ctx, []collectionstatus.Row{viewRow("c-cold", "acme", "LOGIN", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if row, err := s.Get(ctx, "acme", "c-cold"); err != nil || row.Status != "LOGIN" {
+			t.Fatalf("Get cold = %v, %v", row.Status, err)
+		}
+	}
+	if n := durable.gets.Load(); n != 1 {
+		t.Fatalf("%d reads of a cold row, want 1", n)
+	}
+}
+
+// The view never holds more than its capacity, and says how many it dropped.
+func TestViewIsBounded(t *testing.T) {
+	ctx := context.Background()
+	view := collectionstatus.NewView(640)
+	var evicted atomic.Int64
+	view.OnEvict(func() { evicted.Add(1) })
+	s := collectionstatus.Cached(sqliteStore(t), view)
+	rows := make([]collectionstatus.Row, 0, 5000)
+	for i := 0; i < 5000; i++ {
+		rows = append(rows, viewRow(fmt.Sprintf("c-%d", i), "acme", "RUNNING", 0))
+	}
+	if err := s.Upsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if n := view.Len(); n > 640 || n < 320 {
+		t.Fatalf("view holds %d rows, want at most its capacity of 640 (and not empty)", n)
+	}
+	if got := evicted.Load(); got != int64(5000-view.Len()) {
+		t.Fatalf("%d evictions counted, %d rows dropped", got, 5000-view.Len())
+	}
+	// Every row is still answered: from memory or the store.
+	for _, r := range rows[:200] {
+		if _, err := s.Get(ctx, "acme", r.CollectionID); err != nil {
+			t.Fatalf("Get %s after eviction: %v", r.CollectionID, err)
+		}
+	}
+}
+
+// The projector's writes and the polls' fills race; whatever the interleaving, the view ends
+// at the store's latest revision, never an older one.
+func TestViewNeverGoesBack(t *testing.T) {
+	ctx := context.Background()
+	durable := sqliteStore(t)
+	for round := 0; round < 20; round++ {
+		view := collectionstatus.NewView(1000)
+		s := collectionstatus.Cached(durable, view)
+		id := fmt.Sprintf("c-race-%d", round)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for rev := uint64(0); rev < 30; rev++ {
+				if err := s.Upsert(ctx, []collectionstatus.Row{viewRow(id, "acme", fmt.Sprintf("S%d", rev), rev)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 60; i++ {
+				// A fresh view each time forces fills from the store that race the writes.
+				_, _ = collectionstatus.Cached(durable, view).Get(ctx, "acme", id)
+			}
+		}()
+		wg.Wait()
+		row, err := s.Get(ctx, "acme", id)
+		if err != nil || row.Revision != 29 || row.Status != "S29" {
+			t.Fatalf("round %d: view ends at %s/%d, %v; want S29/29", round, row.Status, row.Revision, err)
+		}
+	}
+}
+
+// Erasing a user's personal parts drops that user's rows from the view: the next poll reads
+// them from the store, erased.
+func TestViewForgetsErasedUsers(t *testing.T) {
+	ctx := context.Background()
+	durable := &countingStore{Store: sqliteStore(t)}
+	s := collectionstatus.Cached(durable, collectionstatus.NewView(100))
+	mine := viewRow("c-mine", "acme", "WAITING_FOR_USER_ACTION", 1)
+	mine.UserUUID, mine.Personal = "u-1", []byte("sealed")
+	theirs := viewRow("c-theirs", "acme", "RUNNING", 1)
+	theirs.UserUUID = "u-2"
+	if err := s.Upsert(ctx, []collectionstatus.Row{mine, theirs}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ErasePersonal(ctx, "acme", "u-1"); err != nil {
+		t.Fatal(err)
+	}
+	row, err := s.Get(ctx, "acme", "c-mine")
+	if err != nil || row.Personal != nil {
+		t.Fatalf("erased user's row = %q, %v; want no personal part", row.Personal, err)
+	}
+	if _, err := s.Get(ctx, "acme", "c-theirs"); err != nil {
+		t.Fatal(err)
+	}
+	if n := durable.gets.Load(); n != 1 {
+		t.Fatalf("%d store reads, want 1 (the erased row only)", n)
+	}
+}
