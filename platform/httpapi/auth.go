@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -263,7 +264,7 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 func setClient(c *gin.Context, clientID string) {
 	if info := infoFrom(c.Request.Context()); info != nil {
 		info.clientID = clientID
-		info.logger = info.logger.With("client_id", clientID)
+		info.addLogAttrs(slog.String("client_id", clientID))
 	}
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 )
@@ -22,7 +23,47 @@ type requestInfo struct {
 	clientID      string
 	session       *session // nil unless a session token authenticated the request
 	version       Version
-	logger        *slog.Logger
+
+	// The request's logger is built from base and logAttrs on first use only: most requests
+	// log nothing but the access line, which observe writes with the attributes directly,
+	// and a With per request and per id was a tenth of the status poll's CPU.
+	mu       sync.Mutex
+	base     *slog.Logger
+	logAttrs []slog.Attr // request_id, correlation_id, then client_id, session_id
+	logger   *slog.Logger
+}
+
+// addLogAttrs adds ids the request's logger carries from now on.
+func (i *requestInfo) addLogAttrs(attrs ...slog.Attr) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.logAttrs = append(i.logAttrs, attrs...)
+	i.logger = nil
+}
+
+// log is the request's logger, carrying its ids.
+func (i *requestInfo) log() *slog.Logger {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.logger == nil {
+		args := make([]any, len(i.logAttrs))
+		for k, a := range i.logAttrs {
+			args[k] = a
+		}
+		i.logger = i.base.With(args...)
+	}
+	return i.logger
+}
+
+// logLine writes one line with the request's ids and attrs, without building its logger.
+func (i *requestInfo) logLine(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	if !i.base.Enabled(ctx, level) {
+		return
+	}
+	i.mu.Lock()
+	all := append(make([]slog.Attr, 0, len(i.logAttrs)+len(attrs)), i.logAttrs...)
+	i.mu.Unlock()
+	i.base.LogAttrs(ctx, level, msg, append(all, attrs...)...)
 }
 
 type ctxKey struct{}
@@ -65,8 +106,8 @@ func ClientIDFrom(ctx context.Context) string {
 // Logger returns the request's logger, which carries the request, correlation and client ids,
 // or slog.Default() outside a request.
 func Logger(ctx context.Context) *slog.Logger {
-	if info := infoFrom(ctx); info != nil && info.logger != nil {
-		return info.logger
+	if info := infoFrom(ctx); info != nil && info.base != nil {
+		return info.log()
 	}
 	return slog.Default()
 }

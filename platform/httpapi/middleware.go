@@ -54,8 +54,8 @@ func requestContext(base *slog.Logger) gin.HandlerFunc {
 			corrID = reqID
 		}
 		info := &requestInfo{
-			requestID: reqID, correlationID: corrID, version: DefaultVersion,
-			logger: base.With("request_id", reqID, "correlation_id", corrID),
+			requestID: reqID, correlationID: corrID, version: DefaultVersion, base: base,
+			logAttrs: []slog.Attr{slog.String("request_id", reqID), slog.String("correlation_id", corrID)},
 		}
 		c.Request = c.Request.WithContext(withInfo(c.Request.Context(), info))
 		c.Header(HeaderRequestID, reqID)
@@ -120,7 +120,11 @@ func observe(m *metrics.Metrics) gin.HandlerFunc {
 		if status != written {
 			attrs = append(attrs, slog.Int("written_status", written))
 		}
-		Logger(ctx).LogAttrs(ctx, level, "http request", attrs...)
+		if info := infoFrom(ctx); info != nil && info.base != nil {
+			info.logLine(ctx, level, "http request", attrs...)
+		} else {
+			Logger(ctx).LogAttrs(ctx, level, "http request", attrs...)
+		}
 	}
 }
 

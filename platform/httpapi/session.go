@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"runtime"
@@ -211,7 +212,7 @@ func authenticateSession(c *gin.Context, auth sessionAuth, gate authGate, token,
 	if info := infoFrom(ctx); info != nil {
 		info.session = &session{userUUID: claims.UserUUID, tokenID: claims.TokenID}
 		// The token id ties a session's requests together in the logs without naming its user.
-		info.logger = info.logger.With("session_id", claims.TokenID)
+		info.addLogAttrs(slog.String("session_id", claims.TokenID))
 	}
 	if c.FullPath() != "" && !servesSessions(c) {
 		// An unknown path or method stays the 404 or 405 it is.
