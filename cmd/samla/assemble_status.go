@@ -6,26 +6,60 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"time"
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/kafka"
+	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/collectionstatus"
 )
 
 // useStatusView puts the in-memory status view in front of the status read model, so that the
-// poll reads memory, when this process writes every status change itself: it runs the query
-// role and the collection-status projection against the embedded broker, where its consumer is
-// the group's only member and sees every partition. (A projection replica among several sees
-// only its partitions: its view would miss the others' changes.)
+// poll reads memory. A process that writes every status change itself (the query role and the
+// collection-status projection against the embedded broker, where its consumer is the group's
+// only member and sees every partition) writes through it. Any other query process follows the
+// event stream into it (startStatusFollower): a projection replica among several sees only its
+// partitions, and a query replica none.
 func (s *Service) useStatusView() {
-	if !s.roles.Query || !s.roles.Project || len(s.cfg.Brokers()) > 0 || s.cfg.StatusViewRows <= 0 {
+	if !s.roles.Query || s.cfg.StatusViewRows <= 0 {
 		return
 	}
 	view := collectionstatus.NewView(s.cfg.StatusViewRows)
 	view.OnEvict(s.metrics.StatusViewEvictions.Inc)
 	s.metrics.StatusViewRows(view.Len)
-	s.models.Status = collectionstatus.Cached(s.models.Status, view)
+	if s.roles.Project && len(s.cfg.Brokers()) == 0 {
+		s.models.Status = collectionstatus.Cached(s.models.Status, view)
+		return
+	}
+	s.models.Status = collectionstatus.Followed(s.models.Status, view, collectionstatus.DefaultFollowFreshness)
+	s.statusFollower = collectionstatus.NewFollower(s.registry, view, s.keys)
+}
+
+// followsStatus tells whether this process follows the event stream into its status view, for
+// which it needs Kafka.
+func followsStatus(cfg *Config, roles Roles) bool {
+	return roles.Query && cfg.StatusViewRows > 0 && !(roles.Project && len(cfg.Brokers()) == 0)
+}
+
+// startStatusFollower runs the status view's follower: a consumer of its own group, unique to
+// this process, that starts at the end of the stream and commits nothing.
+func (s *Service) startStatusFollower(ctx context.Context) {
+	if s.statusFollower == nil {
+		return
+	}
+	host, _ := os.Hostname()
+	group := fmt.Sprintf("samla.status-view.%s.%d.%d", host, os.Getpid(), time.Now().UnixNano())
+	consume := func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
+		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: group, Topics: eventschema.Topics(),
+			MaxWait: consumerGatherWindow, Follow: true}, s.log, handle)
+	}
+	s.runRole(ctx, "status view", func(ctx context.Context) error {
+		return projections.Run(ctx, s.statusFollower, consume, s.metrics)
+	})
 }
 
 // statusReader reads the status read model (through the view when there is one) and, when this

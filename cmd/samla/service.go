@@ -27,6 +27,7 @@ import (
 	"github.com/samla/samla/platform/kafka"
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
+	"github.com/samla/samla/projections/collectionstatus"
 )
 
 // Roles selects what a process runs.
@@ -62,10 +63,13 @@ type Service struct {
 	broker  *kafka.Embedded
 	brokers []string
 	models  *projections.ReadModels
-	catalog *domaincompany.Catalog
-	sandbox *sandbox.Sandbox
-	servers []*http.Server
-	addrs   map[string]string
+	// statusFollower keeps the status view current in a query process that does not write the
+	// status read model itself (useStatusView); nil otherwise.
+	statusFollower *collectionstatus.Follower
+	catalog        *domaincompany.Catalog
+	sandbox        *sandbox.Sandbox
+	servers        []*http.Server
+	addrs          map[string]string
 
 	// userService is the command role's users (commandUsers), built once.
 	userService *app.UserService
@@ -134,7 +138,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		s.store = eventstore.Instrument(store, s.metrics)
 	}
 	// The command role consumes the users' events to finish erasures (startErasure).
-	if roles.Command || roles.Relay || roles.Project || roles.Connect {
+	if roles.Command || roles.Relay || roles.Project || roles.Connect || followsStatus(cfg, roles) {
 		if err := s.openKafka(ctx); err != nil {
 			return nil, err
 		}
@@ -175,6 +179,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	if roles.Project {
 		s.startProjections(roleCtx)
 	}
+	s.startStatusFollower(roleCtx)
 	if roles.Connect {
 		if err := s.startConnector(roleCtx); err != nil {
 			return nil, err

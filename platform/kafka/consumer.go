@@ -31,6 +31,11 @@ type ConsumerConfig struct {
 	// OnBatch, when set, is called after each batch has been handled and its offsets
 	// committed, so that the caller can keep metrics (lag = now - Newest, skipped messages).
 	OnBatch func(BatchInfo)
+	// Follow makes a follower rather than a member of a durable group: it starts at the end of
+	// every partition (what came before it is in a read model already) and commits nothing, so
+	// its group, which must be unique to the process, leaves nothing behind once it stops. The
+	// in-memory status view of a query process reads so.
+	Follow bool
 }
 
 // BatchInfo describes one batch that Consume has handled and committed.
@@ -94,7 +99,7 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 		MaxWait:     fetchMaxWait,
 		// Synchronous commits: CommitMessages returns once the broker has the offsets.
 		CommitInterval: 0,
-		StartOffset:    kafkago.FirstOffset,
+		StartOffset:    startOffset(cfg.Follow),
 		// kafka-go's defaults (3 s heartbeat, 30 s session, 5 s join backoff) make every
 		// restart or rebalance take many seconds; these keep it to about a second while
 		// staying above a real broker's 6 s group.min.session.timeout.ms.
@@ -123,6 +128,15 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 
 	c := consumer{cfg: cfg, logger: logger, reader: reader, handle: handle}
 	return c.run(ctx)
+}
+
+// startOffset is where a group without committed offsets starts: a follower at the end, a
+// durable group at the beginning (every event, once).
+func startOffset(follow bool) int64 {
+	if follow {
+		return kafkago.LastOffset
+	}
+	return kafkago.FirstOffset
 }
 
 type consumer struct {
@@ -163,7 +177,9 @@ func (c *consumer) run(ctx context.Context) error {
 				return err
 			}
 		}
-		info.Committed = c.commit(ctx, msgs)
+		if !c.cfg.Follow {
+			info.Committed = c.commit(ctx, msgs)
+		}
 		if c.cfg.OnBatch != nil {
 			c.cfg.OnBatch(info)
 		}

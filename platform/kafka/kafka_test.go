@@ -94,11 +94,17 @@ type collector struct {
 
 func consumeInBackground(t testing.TB, brokers []string, group string, fail func(call int) error) *collector {
 	t.Helper()
+	return consumeWith(t, ConsumerConfig{Brokers: brokers, GroupID: group}, fail)
+}
+
+// consumeWith is consumeInBackground with the rest of cfg (Follow) as given.
+func consumeWith(t testing.TB, base ConsumerConfig, fail func(call int) error) *collector {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &collector{cancel: cancel, done: make(chan error, 1), changed: make(chan struct{}, 1)}
 	calls := 0
 	cfg := ConsumerConfig{
-		Brokers: brokers, GroupID: group, Topics: eventschema.Topics(),
+		Brokers: base.Brokers, GroupID: base.GroupID, Topics: eventschema.Topics(), Follow: base.Follow,
 		OnBatch: func(info BatchInfo) {
 			c.mu.Lock()
 			c.infos = append(c.infos, info)
@@ -502,4 +508,45 @@ func BenchmarkPublishToConsume(b *testing.B) {
 			<-done
 		})
 	}
+}
+
+// TestConsumeFollowing: a follower starts at the end of the stream and commits nothing, so a
+// durable member of the same group later starts from the beginning.
+func TestConsumeFollowing(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	for i := range 3 {
+		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", uint64(i), uint64(i+1))))
+	}
+	f := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "follower-group", Follow: true}, nil)
+	// The follower joins at some moment; events published from then on reach it.
+	next := uint64(3)
+	for deadline := time.Now().Add(15 * time.Second); ; next++ {
+		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", next, next+1)))
+		f.mu.Lock()
+		got := len(f.handled())
+		f.mu.Unlock()
+		if got > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the follower never got an event published after it started")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.stop(t)
+	f.mu.Lock()
+	for _, ev := range f.handled() {
+		if ev.Position <= 3 {
+			t.Errorf("the follower got position %d, published before it started", ev.Position)
+		}
+	}
+	for _, info := range f.infos {
+		if info.Committed {
+			t.Error("the follower committed offsets")
+		}
+	}
+	f.mu.Unlock()
+	d := consumeInBackground(t, e.Brokers(), "follower-group", nil)
+	d.waitFor(t, "every event from the start", func() bool { return len(d.handled()) >= int(next)+1 })
 }
