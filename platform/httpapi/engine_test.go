@@ -572,3 +572,31 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Fatalf("ok %d, unauthorized %d", ok, unauthorized)
 	}
 }
+
+// A successful read is logged at debug (clients poll every collection every second), anything
+// that changes state or fails at info or above.
+func TestAccessLogLevels(t *testing.T) {
+	logs := newRecordingHandler()
+	env := newEnv(t, func(o *Options) { o.Logger = slog.New(logs) })
+	env.do(t, http.MethodGet, "/whoami", "", authed(HeaderRequestID, "read-ok"))
+	env.do(t, http.MethodGet, "/nowhere", "", authed(HeaderRequestID, "read-404"))
+	env.do(t, http.MethodPost, "/echo", `{"name":"x"}`, authed("Content-Type", "application/json", HeaderRequestID, "write"))
+	want := map[string]slog.Level{"read-ok": slog.LevelDebug, "read-404": slog.LevelInfo, "write": slog.LevelInfo}
+	for range want {
+		select {
+		case r := <-logs.access:
+			var id string
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "request_id" {
+					id = a.Value.String()
+				}
+				return true
+			})
+			if lvl, ok := want[id]; !ok || r.Level != lvl {
+				t.Errorf("access line of %q at %s, want %s", id, r.Level, lvl)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("missing access lines")
+		}
+	}
+}
