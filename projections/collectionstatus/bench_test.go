@@ -74,6 +74,16 @@ func BenchmarkReaderGet(b *testing.B) {
 			b.Cleanup(func() { _ = s.Close() })
 			benchmarkReaderGet(b, s, qr)
 		})
+		// The status view in front of SQLite: every poll from memory (the rows were written
+		// through it).
+		b.Run("View"+name, func(b *testing.B) {
+			s, err := collectionstatus.NewSQLite(context.Background(), readdbtest.SQLite(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			benchmarkReaderGet(b, collectionstatus.Cached(s, collectionstatus.NewView(collectionstatus.DefaultViewCapacity)), qr)
+		})
 		b.Run("ClickHouse"+name, func(b *testing.B) {
 			s, err := collectionstatus.NewClickHouse(context.Background(), readdbtest.ClickHouse(b))
 			if err != nil {

@@ -54,6 +54,8 @@ func (f *followedStore) Get(ctx context.Context, tenant, collectionID string) (R
 	return row, nil
 }
 
+func (f *followedStore) memory() *View { return f.view }
+
 // Upsert, ErasePersonal and Reset are the projection's, never a query process's; should one
 // be called here, the rows it touches are forgotten so that the view cannot contradict it.
 func (f *followedStore) Upsert(ctx context.Context, rows []Row) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
 	"github.com/samla/samla/query"
@@ -62,8 +63,8 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 	}
 	view := statusView(row)
 	// Only a status that carries instructions or a QR secret has a personal part: the other
-	// polls decrypt nothing.
-	personal, _, err := OpenPersonal(ctx, r.keys, row.Personal)
+	// polls decrypt nothing, and a row in the status view is opened once, not at every poll.
+	personal, err := r.openPersonal(ctx, row)
 	if err != nil {
 		// A lost key store must be loud, never an empty status (erased is no error).
 		return query.StatusView{}, fmt.Errorf("collection status %s: %w", collectionID, err)
@@ -74,6 +75,31 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 			RequestID: in.RequestID, Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body})
 	}
 	return view, nil
+}
+
+// viewed is a Store with the status view in front (Cached, Followed).
+type viewed interface{ memory() *View }
+
+// openPersonal opens row's personal part, or takes it from the status view, which keeps what
+// it opened while it holds the row at that revision.
+func (r Reader) openPersonal(ctx context.Context, row Row) (collection.StatusPersonal, error) {
+	if len(row.Personal) == 0 {
+		return collection.StatusPersonal{}, nil
+	}
+	v, inView := r.store.(viewed)
+	if inView {
+		if p, ok := v.memory().openedPersonal(row.CollectionID, row.Revision); ok {
+			return p, nil
+		}
+	}
+	personal, erased, err := OpenPersonal(ctx, r.keys, row.Personal)
+	if err != nil || erased {
+		return personal, err // erased: nothing to keep, the erasure drops the row
+	}
+	if inView {
+		v.memory().keepOpenedPersonal(row.CollectionID, row.Revision, personal)
+	}
+	return personal, nil
 }
 
 // CollectionUser tells whose the tenant's collection is: the user it was started for, "" for

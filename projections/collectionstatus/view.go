@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/projections/readdb"
 )
 
@@ -38,6 +39,10 @@ type viewShard struct {
 type viewEntry struct {
 	row    Row
 	loaded time.Time
+	// opened is row.Personal opened, once a poll has opened it: opening the sealed form (JSON,
+	// AES-GCM, JSON again) was most of a poll's CPU for a status with a QR code. It lives and
+	// dies with the entry: a new revision, an erasure or an eviction drops it.
+	opened *collection.StatusPersonal
 }
 
 // viewShards spreads the lock over this many shards: the projector's writes and thousands of
@@ -129,6 +134,27 @@ func (v *View) confirm(from uint64, next Row) {
 	}
 }
 
+// openedPersonal returns the opened personal part of id's row at revision, if a poll kept it.
+func (v *View) openedPersonal(id string, revision uint64) (collection.StatusPersonal, bool) {
+	e, ok := v.entry(id)
+	if !ok || e.opened == nil || e.row.Revision != revision {
+		return collection.StatusPersonal{}, false
+	}
+	return *e.opened, true
+}
+
+// keepOpenedPersonal keeps p as the opened personal part of id's row while the view holds the
+// row at revision.
+func (v *View) keepOpenedPersonal(id string, revision uint64, p collection.StatusPersonal) {
+	sh := v.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e, ok := sh.rows[id]; ok && e.row.Revision == revision && len(e.row.Personal) > 0 {
+		e.opened = &p
+		sh.rows[id] = e
+	}
+}
+
 // forget drops the row of id.
 func (v *View) forget(id string) {
 	sh := v.shard(id)
@@ -214,6 +240,8 @@ func (c *cachedStore) GetMany(ctx context.Context, ids []string) (map[string]Row
 	}
 	return out, nil
 }
+
+func (c *cachedStore) memory() *View { return c.view }
 
 // Upsert writes to the Store, then remembers the rows as the Store now holds them.
 func (c *cachedStore) Upsert(ctx context.Context, rows []Row) error {

@@ -3,6 +3,7 @@ package collectionstatus_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections/collectionstatus"
 	"github.com/samla/samla/projections/collectionstatus/statustest"
 	"github.com/samla/samla/projections/readdb"
@@ -188,5 +192,39 @@ func TestViewForgetsErasedUsers(t *testing.T) {
 	}
 	if n := durable.gets.Load(); n != 1 {
 		t.Fatalf("%d store reads, want 1 (the erased row only)", n)
+	}
+}
+
+// The view keeps what a poll opened of a row's personal part (the QR secret) only while it
+// holds that row: the erasure that follows the key's destruction takes it away with the row.
+func TestViewForgetsOpenedPersonalPartsOnErasure(t *testing.T) {
+	ctx := context.Background()
+	keys := keystore.NewMemory()
+	s := collectionstatus.Cached(sqliteStore(t), collectionstatus.NewView(100))
+	row := viewRow("c-qr", "acme", "WAITING_FOR_USER_ACTION", 2)
+	row.UserUUID = "u-qr"
+	plain, _ := json.Marshal(collection.StatusPersonal{QRStartSecret: "secret"})
+	sealed, err := eventschema.Seal(ctx, keys, collection.DataSubject(row.CollectionID, row.UserUUID), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.Personal = sealed
+	if err := s.Upsert(ctx, []collectionstatus.Row{row}); err != nil {
+		t.Fatal(err)
+	}
+	reader := collectionstatus.NewReader(s, keys)
+	for i := 0; i < 2; i++ { // opened, then kept
+		if v, err := reader.Get(ctx, "acme", "c-qr"); err != nil || v.QRStartSecret != "secret" {
+			t.Fatalf("poll %d: %q, %v", i, v.QRStartSecret, err)
+		}
+	}
+	if err := keys.Destroy(ctx, collection.DataSubject(row.CollectionID, row.UserUUID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ErasePersonal(ctx, "acme", "u-qr"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := reader.Get(ctx, "acme", "c-qr"); err != nil || v.QRStartSecret != "" {
+		t.Fatalf("after the erasure: %q, %v; want no secret", v.QRStartSecret, err)
 	}
 }
