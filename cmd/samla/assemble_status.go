@@ -31,6 +31,7 @@ func (s *Service) useStatusView() {
 	view := collectionstatus.NewView(s.cfg.StatusViewRows)
 	view.OnEvict(s.metrics.StatusViewEvictions.Inc)
 	s.metrics.StatusViewRows(view.Len)
+	s.statusView = view
 	if s.roles.Project && len(s.cfg.Brokers()) == 0 {
 		s.models.Status = collectionstatus.Cached(s.models.Status, view)
 		return
@@ -45,9 +46,27 @@ func followsStatus(cfg *Config, roles Roles) bool {
 	return roles.Query && cfg.StatusViewRows > 0 && !(roles.Project && len(cfg.Brokers()) == 0)
 }
 
-// startStatusFollower runs the status view's follower: a consumer of its own group, unique to
-// this process, that starts at the end of the stream and commits nothing.
-func (s *Service) startStatusFollower(ctx context.Context) {
+// startStatusView sweeps the rows nobody polled for SAMLA_STATUS_VIEW_IDLE out of the status
+// view, so that it shrinks back after a burst, and runs the view's follower, if it has one: a
+// consumer of its own group, unique to this process, that starts at the end of the stream and
+// commits nothing.
+func (s *Service) startStatusView(ctx context.Context) {
+	if s.statusView == nil {
+		return
+	}
+	idle := s.cfg.StatusViewIdle
+	s.runRole(ctx, "status view sweep", func(ctx context.Context) error {
+		t := time.NewTicker(max(idle/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				s.statusView.Sweep(idle)
+			}
+		}
+	})
 	if s.statusFollower == nil {
 		return
 	}

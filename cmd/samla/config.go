@@ -26,6 +26,7 @@ type Config struct {
 	OpsAddr          string
 	Profiling        bool
 	StatusViewRows   int
+	StatusViewIdle   time.Duration
 	BootstrapAPIKey  string
 	EventStore       string // "sqlite" or an esdb:// connection string
 	KafkaBrokers     string // empty: the embedded broker
@@ -109,6 +110,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String("SAMLA_HTTP_ADDR", "127.0.0.1:8080"), "REST API listener [SAMLA_HTTP_ADDR]")
 	fs.StringVar(&c.OpsAddr, "ops-addr", env.String("SAMLA_OPS_ADDR", "127.0.0.1:9090"), "/metrics, /livez, /readyz listener [SAMLA_OPS_ADDR]")
 	fs.IntVar(&c.StatusViewRows, "status-view-rows", env.Int("SAMLA_STATUS_VIEW_ROWS", collectionstatus.DefaultViewCapacity), "rows the in-memory status view keeps for the status poll (embedded: query and projection in one process); 0: none, every poll reads the read model [SAMLA_STATUS_VIEW_ROWS]")
+	fs.DurationVar(&c.StatusViewIdle, "status-view-idle", env.Duration("SAMLA_STATUS_VIEW_IDLE", 2*time.Minute), "a status-view row nobody polled for this long is dropped (read again from the read model if polled) [SAMLA_STATUS_VIEW_IDLE]")
 	fs.BoolVar(&c.Profiling, "pprof", env.Bool("SAMLA_PPROF", false), "serve Go's profiles under /debug/pprof/ on the ops listener [SAMLA_PPROF]")
 	fs.StringVar(&c.BootstrapAPIKey, "bootstrap-api-key", env.String("SAMLA_BOOTSTRAP_API_KEY", ""), "API key of the sandbox client created on first start; generated when empty [SAMLA_BOOTSTRAP_API_KEY]")
 	fs.StringVar(&c.FingerprintKeyFile, "fingerprint-key-file", env.String("SAMLA_FINGERPRINT_KEY_FILE", ""), "file whose content (at least 32 bytes) keys the requests' idempotency fingerprints; a distributed deployment gives every command replica the same file. Empty: a key generated into <data dir>/fingerprint-key on the first start and reused [SAMLA_FINGERPRINT_KEY_FILE]")
@@ -181,6 +183,9 @@ func (c *Config) validate() error {
 	positive("signing-poll", c.SigningPoll)
 	positive("session-ttl", c.SessionTTL)
 	positive("read-header-timeout", c.ReadHeaderTimeout)
+	if c.StatusViewIdle < time.Second {
+		errs = append(errs, fmt.Errorf("--status-view-idle must be at least 1s, not %s", c.StatusViewIdle))
+	}
 	if c.StatusViewRows < 0 {
 		errs = append(errs, fmt.Errorf("--status-view-rows must not be negative, not %d", c.StatusViewRows))
 	}

@@ -66,6 +66,7 @@ type Service struct {
 	// statusFollower keeps the status view current in a query process that does not write the
 	// status read model itself (useStatusView); nil otherwise.
 	statusFollower *collectionstatus.Follower
+	statusView     *collectionstatus.View
 	catalog        *domaincompany.Catalog
 	sandbox        *sandbox.Sandbox
 	servers        []*http.Server
@@ -179,7 +180,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	if roles.Project {
 		s.startProjections(roleCtx)
 	}
-	s.startStatusFollower(roleCtx)
+	s.startStatusView(roleCtx)
 	if roles.Connect {
 		if err := s.startConnector(roleCtx); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samla/samla/domain/collection"
@@ -17,18 +18,27 @@ import (
 // fills it from the Store one miss at a time.
 //
 // It holds at most its capacity of rows. A full shard drops a row to take a new one (map
-// iteration order: an arbitrary row, which on a miss is read back from the Store); there is no
-// recency bookkeeping on the hot path, and the polled set is the recently written set anyway.
+// iteration order: an arbitrary row, which on a miss is read back from the Store), and Sweep
+// drops the rows nobody read or wrote for a while, so that the view shrinks back to what
+// clients poll once a burst of collections has ended.
 type View struct {
 	seed     maphash.Seed
 	shards   []viewShard
 	perShard int
 	evicted  func() // counts evictions; nil: not counted
+	now      func() int64 // Unix seconds; a test's clock in tests
 }
 
 type viewShard struct {
 	mu   sync.RWMutex
-	rows map[string]viewEntry
+	rows map[string]*viewSlot
+}
+
+// viewSlot is an entry and when it was last read or written (Unix seconds), which a poll
+// updates under the shard's read lock.
+type viewSlot struct {
+	viewEntry
+	touched atomic.Int64
 }
 
 // viewEntry is a row and whether the view can vouch for it. A row the process wrote itself, or
@@ -60,9 +70,10 @@ func NewView(capacity int) *View {
 	if per < 1 {
 		per = 1
 	}
-	v := &View{seed: maphash.MakeSeed(), shards: make([]viewShard, viewShards), perShard: per}
+	v := &View{seed: maphash.MakeSeed(), shards: make([]viewShard, viewShards), perShard: per,
+		now: func() int64 { return time.Now().Unix() }}
 	for i := range v.shards {
-		v.shards[i].rows = make(map[string]viewEntry)
+		v.shards[i].rows = make(map[string]*viewSlot)
 	}
 	return v
 }
@@ -84,9 +95,42 @@ func (v *View) get(id string) (Row, bool) {
 func (v *View) entry(id string) (viewEntry, bool) {
 	sh := v.shard(id)
 	sh.mu.RLock()
-	e, ok := sh.rows[id]
+	slot, ok := sh.rows[id]
+	var e viewEntry
+	if ok {
+		e = slot.viewEntry
+		if now := v.now(); slot.touched.Load() != now {
+			slot.touched.Store(now)
+		}
+	}
 	sh.mu.RUnlock()
 	return e, ok
+}
+
+// set puts e into sh, touched now; sh.mu is held.
+func (sh *viewShard) set(e viewEntry, now int64) {
+	slot := &viewSlot{viewEntry: e}
+	slot.touched.Store(now)
+	sh.rows[e.row.CollectionID] = slot
+}
+
+// Sweep drops the rows nobody read or wrote in the last idle, and returns how many. A row of a
+// collection clients still poll is touched every poll and stays.
+func (v *View) Sweep(idle time.Duration) int {
+	cutoff := v.now() - int64(idle/time.Second)
+	n := 0
+	for i := range v.shards {
+		sh := &v.shards[i]
+		sh.mu.Lock()
+		for id, slot := range sh.rows {
+			if slot.touched.Load() < cutoff {
+				delete(sh.rows, id)
+				n++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // put remembers row as current unless the view holds the same collection at the same or a
@@ -102,7 +146,8 @@ func (v *View) store(e viewEntry, replaceEqual bool) viewEntry {
 	sh := v.shard(row.CollectionID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.rows[row.CollectionID]; ok {
+	if slot, ok := sh.rows[row.CollectionID]; ok {
+		old := slot.viewEntry
 		if old.row.Revision > row.Revision || (old.row.Revision == row.Revision && !replaceEqual) {
 			return old
 		}
@@ -118,7 +163,7 @@ func (v *View) store(e viewEntry, replaceEqual bool) viewEntry {
 			break
 		}
 	}
-	sh.rows[row.CollectionID] = e
+	sh.set(e, v.now())
 	return e
 }
 
@@ -130,7 +175,7 @@ func (v *View) confirm(from uint64, next Row) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if old, ok := sh.rows[next.CollectionID]; ok && old.row.Revision == from {
-		sh.rows[next.CollectionID] = viewEntry{row: next}
+		sh.set(viewEntry{row: next}, v.now())
 	}
 }
 
@@ -149,9 +194,8 @@ func (v *View) keepOpenedPersonal(id string, revision uint64, p collection.Statu
 	sh := v.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, ok := sh.rows[id]; ok && e.row.Revision == revision && len(e.row.Personal) > 0 {
-		e.opened = &p
-		sh.rows[id] = e
+	if slot, ok := sh.rows[id]; ok && slot.row.Revision == revision && len(slot.row.Personal) > 0 {
+		slot.opened = &p
 	}
 }
 
@@ -168,8 +212,8 @@ func (v *View) drop(match func(Row) bool) {
 	for i := range v.shards {
 		sh := &v.shards[i]
 		sh.mu.Lock()
-		for id, e := range sh.rows {
-			if match(e.row) {
+		for id, slot := range sh.rows {
+			if match(slot.row) {
 				delete(sh.rows, id)
 			}
 		}

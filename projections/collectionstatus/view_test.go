@@ -228,3 +228,35 @@ func TestViewForgetsOpenedPersonalPartsOnErasure(t *testing.T) {
 		t.Fatalf("after the erasure: %q, %v; want no secret", v.QRStartSecret, err)
 	}
 }
+
+// Sweep drops the rows nobody polled for a while (a burst of collections that ended) and keeps
+// the ones clients still poll; a dropped row is read from the store again on its next poll.
+func TestViewSweepsIdleRows(t *testing.T) {
+	ctx := context.Background()
+	view := collectionstatus.NewView(1000)
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	collectionstatus.SetViewClock(view, clock.Load)
+	durable := &countingStore{Store: sqliteStore(t)}
+	s := collectionstatus.Cached(durable, view)
+	var rows []collectionstatus.Row
+	for i := 0; i < 100; i++ {
+		rows = append(rows, viewRow(fmt.Sprintf("c-%d", i), "acme", "COMPLETED", 3))
+	}
+	if err := s.Upsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	for tick := 0; tick < 3; tick++ { // c-0 is polled every minute, the others never again
+		clock.Add(60)
+		if _, err := s.Get(ctx, "acme", "c-0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := view.Sweep(2 * time.Minute); n != 99 || view.Len() != 1 {
+		t.Fatalf("swept %d, %d left; want the 99 idle rows swept and the polled one kept", n, view.Len())
+	}
+	before := durable.gets.Load()
+	if row, err := s.Get(ctx, "acme", "c-7"); err != nil || row.Status != "COMPLETED" || durable.gets.Load() != before+1 {
+		t.Fatalf("a swept row = %v, %v after %d reads; want it read again", row.Status, err, durable.gets.Load()-before)
+	}
+}
