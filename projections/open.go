@@ -35,3 +35,11 @@ func (o opening) Handle(ctx context.Context, batch []eventschema.Envelope) error
 	}
 	return o.Projector.Handle(ctx, opened)
 }
+
+// Categories are those of the projector opened, if it names them.
+func (o opening) Categories() []string {
+	if c, ok := o.Projector.(categorized); ok {
+		return c.Categories()
+	}
+	return nil
+}

@@ -55,7 +55,7 @@ func (s *Service) consume(groupID string, topics []string) projections.ConsumeFu
 func (s *Service) startProjections(ctx context.Context) {
 	for _, p := range s.models.Projectors() {
 		p := p
-		consume := s.consume(projections.GroupID(p.Name()), eventschema.Topics())
+		consume := s.consume(projections.GroupID(p.Name()), projections.Topics(p))
 		s.runRole(ctx, "projection "+p.Name(), func(ctx context.Context) error {
 			return projections.Run(ctx, p, consume, s.metrics)
 		})

@@ -73,7 +73,7 @@ func (s *Service) startStatusView(ctx context.Context) {
 	host, _ := os.Hostname()
 	group := fmt.Sprintf("samla.status-view.%s.%d.%d", host, os.Getpid(), time.Now().UnixNano())
 	consume := func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
-		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: group, Topics: eventschema.Topics(),
+		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: group, Topics: projections.Topics(s.statusFollower),
 			MaxWait: consumerGatherWindow, Follow: true}, s.log, handle)
 	}
 	s.runRole(ctx, "status view", func(ctx context.Context) error {

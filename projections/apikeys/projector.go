@@ -29,6 +29,12 @@ func NewProjector(reg *eventschema.Registry, store Store) *Projector {
 // Name is the projection's stable name.
 func (p *Projector) Name() string { return ProjectorName }
 
+// Categories are the event categories the projector folds; its consumer reads only their
+// topics. Only clients' events issue, retire and revoke keys.
+func (p *Projector) Categories() []string {
+	return []string{eventschema.Category(client.StreamPrefix)}
+}
+
 type keyRef struct{ clientID, keyID string }
 
 // Handle applies a batch with one Upsert. Events of other categories, and client events that do

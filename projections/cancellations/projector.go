@@ -11,6 +11,7 @@ import (
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
@@ -52,6 +53,12 @@ func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys,
 
 // Name is the projection's stable name.
 func (p *Projector) Name() string { return ProjectorName }
+
+// Categories are the event categories the projector folds; its consumer reads only their
+// topics. Cancellations' events, and users' for the erasure of a deleted user's documents.
+func (p *Projector) Categories() []string {
+	return []string{eventschema.Category(cancellation.StreamPrefix), eventschema.Category(user.StreamPrefix)}
+}
 
 // observation is a metric a folded event makes, recorded once the row is written.
 type observation struct {

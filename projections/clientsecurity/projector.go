@@ -30,6 +30,12 @@ func NewProjector(reg *eventschema.Registry, store Store) *Projector {
 // Name is the projection's stable name.
 func (p *Projector) Name() string { return ProjectorName }
 
+// Categories are the event categories the projector folds; its consumer reads only their
+// topics. Only clients' events carry certificates and settings.
+func (p *Projector) Categories() []string {
+	return []string{eventschema.Category(client.StreamPrefix)}
+}
+
 func relevant(env eventschema.Envelope) bool {
 	switch env.Type {
 	case client.EventCertificateIssued, client.EventCertificateRevoked, client.EventSettingsChanged:

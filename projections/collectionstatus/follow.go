@@ -100,6 +100,9 @@ func NewFollower(reg *eventschema.Registry, view *View, keys eventschema.Keys) *
 // Name names the follower in logs and metrics; its consumer group is unique to the process.
 func (f *Follower) Name() string { return "collection-status-view" }
 
+// Categories are those the follower folds: collections, and users for their erasure.
+func (f *Follower) Categories() []string { return f.fold.Categories() }
+
 // Handle folds each event of a collection the view holds into its row when it is the row's
 // next revision. A collection the view does not hold is left to the first poll, which reads it
 // from the read model. A gap (the row is older than the event's predecessor: it was read from

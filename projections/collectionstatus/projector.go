@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/domain/collection"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
 )
@@ -34,6 +35,12 @@ func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys)
 
 // Name is the projection's stable name.
 func (p *Projector) Name() string { return ProjectorName }
+
+// Categories are the event categories the projector folds; its consumer reads only their
+// topics. Collections' events, and users' for the erasure of a deleted user's personal parts.
+func (p *Projector) Categories() []string {
+	return []string{eventschema.Category(collection.StreamPrefix), eventschema.Category(user.StreamPrefix)}
+}
 
 // Handle applies a batch: it loads the rows of the batch's collections once, folds every event
 // newer than its row's revision, and writes the changed rows in one Upsert. Then each

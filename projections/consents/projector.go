@@ -11,6 +11,7 @@ import (
 
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/consent"
+	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/internal/sealed"
 	"github.com/samla/samla/projections/readdb"
@@ -51,6 +52,12 @@ func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys,
 
 // Name is the projection's stable name.
 func (p *Projector) Name() string { return ProjectorName }
+
+// Categories are the event categories the projector folds; its consumer reads only their
+// topics. Consents' events, and users' for the erasure of a deleted user's pending orders.
+func (p *Projector) Categories() []string {
+	return []string{eventschema.Category(consent.StreamPrefix), eventschema.Category(user.StreamPrefix)}
+}
 
 // observation is a metric a folded event makes, recorded once the row is written.
 type observation struct {

@@ -41,6 +41,12 @@ func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys)
 // Name is the projection's stable name.
 func (p *Projector) Name() string { return ProjectorName }
 
+// Categories are the event categories the projector folds; its consumer reads only their
+// topics. Users' events and their externalId reservations.
+func (p *Projector) Categories() []string {
+	return []string{eventschema.Category(user.StreamPrefix), eventschema.Category(user.ReservationStreamPrefix)}
+}
+
 // Handle applies a batch: user events fold into user rows (each newer than its row's revision),
 // reservation events into reservation rows; each kind is written in one batch. Events of other
 // categories are ignored. Handling the same batch twice, or an older one after a newer one,
