@@ -132,7 +132,9 @@ func countEvents(ctx context.Context, path string) (int64, error) {
 	return n, nil
 }
 
-// countClickHouseRows sums the rows of every table in the DSN's database.
+// countClickHouseRows sums the rows of the active parts of every MergeTree table in the DSN's
+// database: what the rebuild wrote, less what a merge has already collapsed. (system.parts
+// rather than system.tables' total_rows, which ClickHouse before 19 lacks.)
 func countClickHouseRows(ctx context.Context, dsn string) (int64, error) {
 	opts, err := clickhouse.ParseDSN(dsn)
 	if err != nil {
@@ -141,8 +143,7 @@ func countClickHouseRows(ctx context.Context, dsn string) (int64, error) {
 	db := clickhouse.OpenDB(opts)
 	defer db.Close()
 	var n uint64
-	// total_rows is NULL for views; a table's count is exact for MergeTree.
-	if err := db.QueryRowContext(ctx, "SELECT toUInt64(sum(ifNull(total_rows, 0))) FROM system.tables WHERE database = currentDatabase()").Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT toUInt64(sum(rows)) FROM system.parts WHERE database = currentDatabase() AND active").Scan(&n); err != nil {
 		return 0, fmt.Errorf("count the ClickHouse read models' rows: %w", err)
 	}
 	return int64(n), nil
