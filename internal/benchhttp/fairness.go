@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -47,9 +48,11 @@ func benchFairness(ctx context.Context, c config, tmp string) ([]row, error) {
 	if err != nil {
 		return nil, in.p.withLog(err)
 	}
-	waiting := countStatus(ctx, cl, in.base, in.key, idsA, "CONTACT_FORM_PENDING", 20*time.Second)
-	v := fmt.Sprintf("client B's %d new collections, POST → COMPLETED: alone %s; beside A's %d: %s (A: %d of %d in CONTACT_FORM_PENDING at the end)",
-		c.fairB, alone.summary(c.fairTimeout), len(idsA), loaded.summary(c.fairTimeout), waiting, len(idsA))
+	// Where A's collections are at the end tells whether they waited parked (CONTACT_FORM_PENDING)
+	// or queued behind each other for a worker.
+	statesA := statusCounts(ctx, cl, in.base, in.key, idsA, 20*time.Second)
+	v := fmt.Sprintf("client B's %d new collections, POST → COMPLETED: alone %s; beside A's %d: %s (A's at the end: %s)",
+		c.fairB, alone.summary(c.fairTimeout), len(idsA), loaded.summary(c.fairTimeout), formatCounts(statesA))
 	return []row{{what, v, "—", fairRatio(alone, loaded, c.fairTimeout) + "; " + goal}}, nil
 }
 
@@ -166,17 +169,44 @@ func timeCollections(ctx context.Context, cl *http.Client, base, key string, n i
 	return timing{n: n, lat: tookSorted(items, "COMPLETED")}, ctx.Err()
 }
 
-// countStatus polls each id once (within bound) and counts those in want.
-func countStatus(ctx context.Context, cl *http.Client, base, key string, ids []string, want string, bound time.Duration) int {
+// statusCounts polls each id once (within bound) and counts them by status; a poll that failed
+// or was not 200 counts under its code, those not polled in time under "not polled".
+func statusCounts(ctx context.Context, cl *http.Client, base, key string, ids []string, bound time.Duration) map[string]int {
 	deadline := time.Now().Add(bound)
-	n := 0
+	out := map[string]int{}
 	for _, id := range ids {
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			break
+			out["not polled"]++
+			continue
 		}
-		if code, st, err := status(cl, base, key, id); err == nil && code == http.StatusOK && st == want {
-			n++
+		code, st, err := status(cl, base, key, id)
+		switch {
+		case err != nil:
+			out["poll failed"]++
+		case code != http.StatusOK:
+			out[fmt.Sprintf("HTTP %d", code)]++
+		default:
+			out[st]++
 		}
 	}
-	return n
+	return out
+}
+
+// formatCounts lists counts by decreasing count, then name: "512 CONTACT_FORM_PENDING, 88 LOGIN".
+func formatCounts(m map[string]int) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"flag"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -195,5 +198,36 @@ func TestRowsFollowTheIssuesOrder(t *testing.T) {
 	}
 	if r := rowRank("something else"); r != len(rowOrder) {
 		t.Fatalf("an unknown row ranks %d, want last", r)
+	}
+}
+
+func TestCountEventsReadsTheEventStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE events (position INTEGER PRIMARY KEY, type TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := db.Exec("INSERT INTO events (type) VALUES ('x')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	n, err := countEvents(context.Background(), path)
+	if err != nil || n != 3 {
+		t.Fatalf("countEvents = %d, %v; want 3", n, err)
+	}
+	if _, err := countEvents(context.Background(), filepath.Join(t.TempDir(), "missing.db")); err == nil {
+		t.Fatal("a missing event store counted")
+	}
+}
+
+func TestFormatCounts(t *testing.T) {
+	got := formatCounts(map[string]int{"LOGIN": 88, "CONTACT_FORM_PENDING": 512, "HTTP 404": 88})
+	if want := "512 CONTACT_FORM_PENDING, 88 HTTP 404, 88 LOGIN"; got != want {
+		t.Fatalf("formatCounts = %q, want %q", got, want)
 	}
 }
