@@ -31,7 +31,11 @@ bench:
 
 # make bench-http starts bin/samla on the embedded default (and with ClickHouse read models when
 # SAMLA_CLICKHOUSE_DSN is set) beside the bare Gin handler of $(SHARED)/bench/ginbase, drives both
-# with the same load and prints issue 11's table. BENCHHTTPFLAGS passes flags, e.g. -c 32 -d 10s -v.
+# with the same load and prints every row of issue 11's table: the status poll, polls right after
+# the 201, POST /collections, 201 → visible, the projection rebuild, completed collections per
+# CPU-second, memory after a POST load and one client's waiting collections against another's new
+# ones. About 6 minutes on 2 cores (with ClickHouse); BENCHHTTPFLAGS passes flags, e.g.
+# -quick (about 2 minutes), -skip memory,fairness,rebuild, -pprof, -profile-dir DIR, -v.
 SHARED ?= ../shared
 BENCHHTTPFLAGS ?=
 

@@ -1,7 +1,10 @@
 // benchhttp is the harness behind `make bench-http`: it starts bin/samla on the embedded default
 // (and again with ClickHouse read models when SAMLA_CLICKHOUSE_DSN is set) beside the bare Gin
 // handler of ../shared/bench/ginbase, drives both with the same Go load generator in one run and
-// prints the rows of issue 11's table with their ratios to the bare handler and their goals.
+// prints every row of issue 11's table with its ratio to the bare handler or its goal: the
+// status poll, the polls right after the 201, POST /collections, 201 → visible, the projection
+// rebuild, completed collections per CPU-second, memory after a POST load, and fairness between
+// clients.
 //
 //	go run ./internal/benchhttp -samla bin/samla -ginbase bin/ginbase -c 32 -d 10s
 //
@@ -9,26 +12,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
-
-	"github.com/samla/samla/domain/collection"
 )
 
 type config struct {
@@ -43,16 +37,39 @@ type config struct {
 	startTimeout       time.Duration
 	finalTimeout       time.Duration
 	visibleTimeoutEach time.Duration
+
+	skip           map[string]bool
+	pprof          bool
+	profileDir     string
+	rebuildTimeout time.Duration
+	memLoad        time.Duration
+	memSettle      time.Duration
+	fairA, fairB   int
+	fairTimeout    time.Duration
+	contactTimeout time.Duration
+	clkTck         int64
+}
+
+// skippable are the parts -skip can leave out, the slow ones.
+var skippable = []string{"rebuild", "memory", "fairness"}
+
+// quickDefaults shorten a run to about two minutes (-quick); flags given explicitly win.
+var quickDefaults = map[string]string{
+	"d": "3s", "post-d": "2s", "n": "100", "visible": "100",
+	"mem-load": "10s", "mem-settle": "15s",
+	"fair-a": "600", "fair-b": "10", "fair-timeout": "20s",
 }
 
 func main() {
 	var c config
+	var skip string
+	var quick bool
 	flag.StringVar(&c.samlaBin, "samla", "bin/samla", "samla binary")
 	flag.StringVar(&c.ginBin, "ginbase", "bin/ginbase", "bare Gin baseline binary; empty or missing: no baseline")
 	flag.IntVar(&c.conc, "c", 32, "concurrent keep-alive connections of the load generator")
 	flag.DurationVar(&c.dur, "d", 10*time.Second, "duration of each status-poll load")
 	flag.DurationVar(&c.postDur, "post-d", 5*time.Second, "duration of the POST /collections load")
-	flag.IntVar(&c.collections, "n", 200, "collections created (and awaited until final) for the status poll")
+	flag.IntVar(&c.collections, "n", 200, "collections created and awaited until final (polled once a second, as a client does) for completed collections per CPU-second, then polled by the status-poll load")
 	flag.IntVar(&c.visible, "visible", 300, "sequential POSTs timed from 201 to the first 200 of the status poll")
 	flag.BoolVar(&c.clickhouse, "clickhouse", os.Getenv("SAMLA_CLICKHOUSE_DSN") != "", "also run samla with SAMLA_CLICKHOUSE_DSN (default: when it is set)")
 	flag.IntVar(&c.maxSamples, "max-samples", 20_000_000, "latency samples kept per load run")
@@ -60,7 +77,40 @@ func main() {
 	flag.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "bound on a server becoming ready")
 	flag.DurationVar(&c.finalTimeout, "final-timeout", 120*time.Second, "bound on the N collections becoming final")
 	flag.DurationVar(&c.visibleTimeoutEach, "visible-timeout", 5*time.Second, "bound on one collection becoming visible")
+	flag.BoolVar(&quick, "quick", false, "shorter run (about 2 minutes): -d 3s -post-d 2s -n 100 -visible 100 -mem-load 10s -mem-settle 15s -fair-b 10 -fair-timeout 20s; explicit flags win")
+	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: "+strings.Join(skippable, ", "))
+	flag.BoolVar(&c.pprof, "pprof", false, "start samla with SAMLA_PPROF=true (its /debug/pprof/ address is printed)")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "save CPU profiles of the status-poll and POST loads and heap profiles of the memory run there (implies -pprof)")
+	flag.DurationVar(&c.rebuildTimeout, "rebuild-timeout", 3*time.Minute, "bound on one `samla projections rebuild`")
+	flag.DurationVar(&c.memLoad, "mem-load", 30*time.Second, "duration of the POST load of the memory run")
+	flag.DurationVar(&c.memSettle, "mem-settle", 60*time.Second, "wait after the memory run's load before its last RSS reading")
+	flag.IntVar(&c.fairA, "fair-a", 600, "client A's collections waiting for a contact form (fairness)")
+	flag.IntVar(&c.fairB, "fair-b", 20, "client B's new collections timed from POST to COMPLETED, alone and beside A's (fairness)")
+	flag.DurationVar(&c.fairTimeout, "fair-timeout", 60*time.Second, "bound on client B's collections completing, each measurement (fairness)")
+	flag.DurationVar(&c.contactTimeout, "contact-form-timeout", 10*time.Minute, "SAMLA_CONTACT_FORM_TIMEOUT of the fairness run: A's collections must keep waiting throughout")
 	flag.Parse()
+
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if quick {
+		if err := applyQuick(flag.CommandLine, set); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-http:", err)
+			os.Exit(2)
+		}
+	}
+	var err error
+	if c.skip, err = parseSkip(skip); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-http:", err)
+		os.Exit(2)
+	}
+	if c.profileDir != "" {
+		c.pprof = true
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-http:", err)
+			os.Exit(1)
+		}
+	}
+	c.clkTck = clockTicks()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -71,63 +121,49 @@ func main() {
 	}
 }
 
-// result is one load run: throughput and the latencies of every request.
-type result struct {
-	n, errs   int
-	codes     map[int]int
-	elapsed   time.Duration
-	lat       []time.Duration // sorted
-	truncated bool
-}
-
-func (r result) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
-func (r result) pct(q float64) time.Duration {
-	if len(r.lat) == 0 {
-		return 0
+// applyQuick sets the flags of quickDefaults that were not given explicitly.
+func applyQuick(fs *flag.FlagSet, set map[string]bool) error {
+	for name, v := range quickDefaults {
+		if set[name] {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("-quick: -%s %s: %w", name, v, err)
+		}
 	}
-	return r.lat[int(q*float64(len(r.lat)-1))]
-}
-func (r result) String() string {
-	return fmt.Sprintf("%.0f/s, p50 %s, p99 %s", r.rps(), ms(r.pct(0.5)), ms(r.pct(0.99)))
+	return nil
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+// parseSkip reads -skip's comma-separated list; an unknown part is an error, so that a typo does
+// not run the part it meant to leave out.
+func parseSkip(s string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.ToLower(strings.TrimSpace(part))
+		if part == "" {
+			continue
+		}
+		if !slices.Contains(skippable, part) {
+			return nil, fmt.Errorf("-skip: unknown part %q (known: %s)", part, strings.Join(skippable, ", "))
+		}
+		out[part] = true
+	}
+	return out, nil
+}
+
+type row [4]string
 
 func run(ctx context.Context, c config) error {
+	began := time.Now()
 	tmp, err := os.MkdirTemp("", "samla-bench-http-")
 	if err != nil {
-		return err
+		return fmt.Errorf("temporary dir: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 
-	var bare *result
-	if c.ginBin == "" {
-		fmt.Println("baseline: no -ginbase given; the bare column stays empty")
-	} else if _, err := os.Stat(c.ginBin); err != nil {
-		fmt.Printf("baseline: %s missing (%v); the bare column stays empty\n", c.ginBin, err)
-	} else {
-		addr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		p, err := start(ctx, "ginbase", c.ginBin, []string{addr}, nil, filepath.Join(tmp, "ginbase.log"))
-		if err != nil {
-			return err
-		}
-		err = waitReady(ctx, p, "http://"+addr+"/collections/ID/status", http.StatusUnauthorized, c.startTimeout)
-		if err == nil {
-			c.logf("bare Gin handler: status poll for %s", c.dur)
-			r := load(ctx, c, c.dur, func(i int) *http.Request {
-				req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/collections/ID/status", nil)
-				req.Header.Set("Authorization-token", "x")
-				return req
-			}, http.StatusOK)
-			bare = &r
-		}
-		p.stop()
-		if err != nil {
-			return err
-		}
+	bare, err := benchBare(ctx, c, tmp)
+	if err != nil {
+		return err
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -137,22 +173,76 @@ func run(ctx context.Context, c config) error {
 	if c.clickhouse {
 		kinds = append(kinds, "ClickHouse")
 	}
-	var rows [][4]string
+	var rows []row
+	fail := func(part string, err error) error {
+		printTable(c, rows, time.Since(began))
+		return fmt.Errorf("%s: %w", part, err)
+	}
+	envs := map[string]map[string]string{"SQLite": {}, "ClickHouse": {"SAMLA_CLICKHOUSE_DSN": os.Getenv("SAMLA_CLICKHOUSE_DSN")}}
+	var events string // a stopped instance's data dir, replayed by the rebuilds
 	for _, kind := range kinds {
-		r, err := benchSamla(ctx, c, tmp, kind, bare)
+		r, data, err := benchSamla(ctx, c, tmp, kind, envs[kind], bare)
 		rows = append(rows, r...)
 		if err != nil {
-			printTable(c, rows)
-			return fmt.Errorf("samla (%s): %w", kind, err)
+			return fail("samla ("+kind+")", err)
+		}
+		if events == "" {
+			events = data
 		}
 	}
-	printTable(c, rows)
+	// Memory and fairness are properties of the service, not of its read models: measured on
+	// the embedded default.
+	if !c.skip["memory"] {
+		r, data, err := benchMemory(ctx, c, tmp)
+		rows = append(rows, r...)
+		if err != nil {
+			return fail("memory", err)
+		}
+		// The memory run's 30 s of POSTs leave far more events than the short POST load: a rate
+		// measured over them is less the rebuild's start-up.
+		events = data
+	}
+	if !c.skip["rebuild"] {
+		for _, kind := range kinds {
+			c.logf("projections rebuild (%s) of %s", kind, events)
+			r, err := rebuild(ctx, c, tmp, events, envs[kind], kind)
+			if err != nil {
+				return fail("rebuild ("+kind+")", err)
+			}
+			rows = append(rows, r)
+		}
+	}
+	if !c.skip["fairness"] {
+		r, err := benchFairness(ctx, c, tmp)
+		rows = append(rows, r...)
+		if err != nil {
+			return fail("fairness", err)
+		}
+	}
+	printTable(c, rows, time.Since(began))
 	return nil
 }
 
-func printTable(c config, rows [][4]string) {
-	fmt.Printf("\nbench-http: %d connections, %s per poll run, %s of POSTs, %d collections polled, %d POSTs timed to visible\n\n",
-		c.conc, c.dur, c.postDur, c.collections, c.visible)
+// rowOrder is the order of issue 11's table; printTable sorts the rows by it, the SQLite row of
+// each pair before the ClickHouse one.
+var rowOrder = []string{"status poll", "poll right after", "POST /collections", "201 →", "projection rebuild",
+	"completed collections", "memory", "one client's"}
+
+func rowRank(what string) int {
+	for i, prefix := range rowOrder {
+		if strings.HasPrefix(what, prefix) {
+			return i
+		}
+	}
+	return len(rowOrder)
+}
+
+func printTable(c config, rows []row, took time.Duration) {
+	fmt.Printf("\nbench-http: %d connections, %s per poll run, %s of POSTs, %d collections polled, %d POSTs timed to visible; "+
+		"memory: %s of POSTs, %s to settle; fairness: %d waiting vs %d new; whole run %s\n\n",
+		c.conc, c.dur, c.postDur, c.collections, c.visible, c.memLoad, c.memSettle, c.fairA, c.fairB, took.Round(time.Second))
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b row) int { return rowRank(a[0]) - rowRank(b[0]) })
 	fmt.Println("| what | samla | bare | ratio / goal |")
 	fmt.Println("|---|---|---|---|")
 	for _, r := range rows {
@@ -160,8 +250,53 @@ func printTable(c config, rows [][4]string) {
 	}
 }
 
-func benchSamla(ctx context.Context, c config, tmp, kind string, bare *result) ([][4]string, error) {
-	data := filepath.Join(tmp, "data-"+strings.ToLower(kind))
+func (c config) logf(format string, a ...any) {
+	if c.verbose {
+		fmt.Fprintf(os.Stderr, "bench-http: "+format+"\n", a...)
+	}
+}
+
+func benchBare(ctx context.Context, c config, tmp string) (*result, error) {
+	if c.ginBin == "" {
+		fmt.Println("baseline: no -ginbase given; the bare column stays empty")
+		return nil, nil
+	}
+	if _, err := os.Stat(c.ginBin); err != nil {
+		fmt.Printf("baseline: %s missing (%v); the bare column stays empty\n", c.ginBin, err)
+		return nil, nil
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := start(ctx, "ginbase", c.ginBin, []string{addr}, nil, filepath.Join(tmp, "ginbase.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	if err := waitReady(ctx, p, "http://"+addr+"/collections/ID/status", http.StatusUnauthorized, c.startTimeout); err != nil {
+		return nil, err
+	}
+	c.logf("bare Gin handler: status poll for %s", c.dur)
+	r := load(ctx, c, c.dur, func(i int) *http.Request {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/collections/ID/status", nil)
+		req.Header.Set("Authorization-token", "x")
+		return req
+	}, http.StatusOK)
+	return &r, nil
+}
+
+// instance is one running `samla run` with its own data dir and listeners.
+type instance struct {
+	p                   *proc
+	data, base, opsBase string
+	key                 string // the bootstrap (sandbox) client's API key
+}
+
+// startSamla starts `samla run` on a fresh data dir under tmp with env added, and waits until it
+// is ready and its bootstrap key is written.
+func startSamla(ctx context.Context, c config, tmp, name string, env map[string]string) (*instance, error) {
+	data := filepath.Join(tmp, "data-"+name)
 	addrs := make([]string, 3)
 	for i := range addrs {
 		a, err := freeAddr()
@@ -171,7 +306,7 @@ func benchSamla(ctx context.Context, c config, tmp, kind string, bare *result) (
 		addrs[i] = a
 	}
 	httpAddr, opsAddr, sandboxAddr := addrs[0], addrs[1], addrs[2]
-	env := map[string]string{
+	all := map[string]string{
 		"SAMLA_DATA_DIR":           data,
 		"SAMLA_HTTP_ADDR":          httpAddr,
 		"SAMLA_OPS_ADDR":           opsAddr,
@@ -181,54 +316,102 @@ func benchSamla(ctx context.Context, c config, tmp, kind string, bare *result) (
 		"SAMLA_RATE_BURST":         "1000000",
 		"SAMLA_AUTH_FAILURE_LIMIT": "0",
 	}
-	if kind == "ClickHouse" {
-		env["SAMLA_CLICKHOUSE_DSN"] = os.Getenv("SAMLA_CLICKHOUSE_DSN")
+	if c.pprof {
+		all["SAMLA_PPROF"] = "true"
 	}
-	p, err := start(ctx, "samla", c.samlaBin, []string{"run"}, env, filepath.Join(tmp, "samla-"+strings.ToLower(kind)+".log"))
+	for k, v := range env {
+		all[k] = v
+	}
+	p, err := start(ctx, "samla "+name, c.samlaBin, []string{"run"}, all, filepath.Join(tmp, "samla-"+name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop()
 	if err := waitReady(ctx, p, "http://"+opsAddr+"/readyz", http.StatusOK, c.startTimeout); err != nil {
+		p.stop()
 		return nil, err
 	}
 	keyb, err := os.ReadFile(filepath.Join(data, "bootstrap-api-key"))
 	if err != nil {
+		p.stop()
+		return nil, fmt.Errorf("the bootstrap API key: %w", err)
+	}
+	if c.pprof {
+		fmt.Fprintf(os.Stderr, "bench-http: samla %s (pid %d): profiles at http://%s/debug/pprof/\n", name, p.pid(), opsAddr)
+	}
+	return &instance{p: p, data: data, base: "http://" + httpAddr, opsBase: "http://" + opsAddr, key: strings.TrimSpace(string(keyb))}, nil
+}
+
+// benchSamla measures one samla run with the read models of kind, and answers its rows and its
+// data dir (the service stopped).
+func benchSamla(ctx context.Context, c config, tmp, kind string, env map[string]string, bare *result) (rows []row, data string, err error) {
+	in, err := startSamla(ctx, c, tmp, strings.ToLower(kind), env)
+	if err != nil {
+		return nil, "", err
+	}
+	defer in.p.stop()
+	rows, err = measureSamla(ctx, c, in, kind, bare)
+	in.p.stop()
+	return rows, in.data, err
+}
+
+func measureSamla(ctx context.Context, c config, in *instance, kind string, bare *result) ([]row, error) {
+	base, key := in.base, in.key
+	cl := &http.Client{Timeout: 10 * time.Second}
+	var rows []row
+
+	// 1. N collections, polled once a second until final, as a client polls: completed
+	// collections per CPU-second of the samla process (sandbox companies included; with
+	// ClickHouse, the ClickHouse server's CPU is not counted).
+	c.logf("samla (%s): creating %d collections, awaiting them until final", kind, c.collections)
+	cpu0, err := cpuTime(in.p.pid(), c.clkTck)
+	if err != nil {
 		return nil, err
 	}
-	key := strings.TrimSpace(string(keyb))
-	base := "http://" + httpAddr
-	cl := &http.Client{Timeout: 10 * time.Second}
-
-	// 1. N collections, awaited until final.
-	c.logf("samla (%s): creating %d collections", kind, c.collections)
-	ids := make([]string, 0, c.collections)
+	t0 := time.Now()
+	items := make([]*tracked, 0, c.collections)
 	for i := 0; i < c.collections && ctx.Err() == nil; i++ {
 		id, err := create(cl, base, key)
 		if err != nil {
-			return nil, p.withLog(err)
+			return nil, in.p.withLog(err)
 		}
-		ids = append(ids, id)
+		items = append(items, &tracked{id: id, started: time.Now()})
 	}
-	if err := awaitFinal(ctx, cl, base, key, ids, c.finalTimeout); err != nil {
-		return nil, p.withLog(err)
+	pending := track(ctx, cl, base, key, items, time.Second, c.finalTimeout)
+	cpu1, err := cpuTime(in.p.pid(), c.clkTck)
+	if err != nil {
+		return nil, in.p.withLog(err)
+	}
+	wall := time.Since(t0)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if pending > 0 {
+		return nil, in.p.withLog(fmt.Errorf("%d of %d collections not final after %s", pending, len(items), c.finalTimeout))
+	}
+	completed := len(tookSorted(items, "COMPLETED"))
+	rows = append(rows, cpuRow(kind, completed, len(items), wall, cpu1-cpu0))
+
+	ids := make([]string, len(items))
+	for i, t := range items {
+		ids[i] = t.id
 	}
 
 	// 2. The status poll, same load as the baseline.
 	c.logf("samla (%s): status poll for %s", kind, c.dur)
+	stopProfile := profile(ctx, c, in, "cpu-poll-"+strings.ToLower(kind), c.dur)
 	poll := load(ctx, c, c.dur, func(i int) *http.Request {
 		req, _ := http.NewRequest(http.MethodGet, base+"/collections/"+ids[i%len(ids)]+"/status", nil)
 		req.Header.Set("Authorization-token", key)
 		return req
 	}, http.StatusOK)
-	var rows [][4]string
+	stopProfile()
 	bareCol, ratio := "—", "goal: ≥ 0.5× bare throughput, p99 ≤ 2× bare p99"
 	if bare != nil {
 		bareCol = bare.String() + codeNote(*bare)
 		ratio = fmt.Sprintf("%.2f× throughput (goal ≥ 0.5×); p99 %.1f× bare (goal ≤ 2×)",
 			poll.rps()/bare.rps(), float64(poll.pct(0.99))/float64(bare.pct(0.99)))
 	}
-	rows = append(rows, [4]string{"status poll, " + kind + " read models", poll.String() + codeNote(poll), bareCol, ratio})
+	rows = append(rows, row{"status poll, " + kind + " read models", poll.String() + codeNote(poll), bareCol, ratio})
 	if ctx.Err() != nil {
 		return rows, ctx.Err()
 	}
@@ -237,9 +420,9 @@ func benchSamla(ctx context.Context, c config, tmp, kind string, bare *result) (
 	c.logf("samla (%s): %d sequential POSTs timed to visible", kind, c.visible)
 	vis, n404, done, err := visible(ctx, cl, base, key, c.visible, c.visibleTimeoutEach)
 	if err != nil {
-		return rows, p.withLog(err)
+		return rows, in.p.withLog(err)
 	}
-	rows = append(rows, [4]string{"poll right after the 201 (" + kind + ")",
+	rows = append(rows, row{"poll right after the 201 (" + kind + ")",
 		fmt.Sprintf("404 in %d of %d", n404, done), "—", "goal: never 404 (read-your-writes)"})
 	if ctx.Err() != nil {
 		return rows, ctx.Err()
@@ -247,188 +430,36 @@ func benchSamla(ctx context.Context, c config, tmp, kind string, bare *result) (
 
 	// 3b. POST /collections under the same concurrency, the whole pipeline running.
 	c.logf("samla (%s): POST /collections for %s", kind, c.postDur)
-	body := postBody()
-	post := load(ctx, c, c.postDur, func(int) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, base+"/collections", bytes.NewReader(body))
-		setPostHeaders(req, key)
-		return req
-	}, http.StatusCreated)
-	rows = append(rows, [4]string{"POST /collections, durable, whole pipeline running (" + kind + ")",
+	stopProfile = profile(ctx, c, in, "cpu-post-"+strings.ToLower(kind), c.postDur)
+	post := postLoad(ctx, c, base, key, c.postDur)
+	stopProfile()
+	rows = append(rows, row{"POST /collections, durable, whole pipeline running (" + kind + ")",
 		fmt.Sprintf("%.0f/s, p99 %s", post.rps(), ms(post.pct(0.99))) + codeNote(post), "—", "goal: ≥ 5k/s, p99 ≤ 20 ms"})
 	goal := "goal: p99 ≤ 10 ms embedded"
 	if kind == "ClickHouse" {
 		goal = "goal: p99 ≤ 100 ms distributed"
 	}
-	rows = append(rows, [4]string{"201 → status visible (" + kind + ")",
+	rows = append(rows, row{"201 → status visible (" + kind + ")",
 		fmt.Sprintf("p50 %s, p99 %s (%d)", ms(vis.pct(0.5)), ms(vis.pct(0.99)), len(vis.lat)), "—", goal})
 	return rows, ctx.Err()
 }
 
-// codeNote names the answers a load run did not expect, if any.
-func codeNote(r result) string {
-	var parts []string
-	for code, n := range r.codes {
-		parts = append(parts, fmt.Sprintf("%d×%d", n, code))
+func cpuRow(kind string, completed, created int, wall, cpu time.Duration) row {
+	v := "no CPU time measured"
+	if cpu > 0 {
+		v = fmt.Sprintf("%.0f completed/CPU-s (%d of %d COMPLETED in %.1f s, %.2f CPU-s)",
+			float64(completed)/cpu.Seconds(), completed, created, wall.Seconds(), cpu.Seconds())
 	}
-	if r.errs > 0 {
-		parts = append(parts, fmt.Sprintf("%d errors", r.errs))
-	}
-	if r.truncated {
-		parts = append(parts, "latencies truncated")
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	slices.Sort(parts)
-	return " (unexpected: " + strings.Join(parts, ", ") + ")"
+	return row{"completed collections per CPU-second (" + kind + ")", v, "—", "goal: ≥ 4× today (50–100): ≥ 200–400/CPU-s"}
 }
 
-func (c config) logf(format string, a ...any) {
-	if c.verbose {
-		fmt.Fprintf(os.Stderr, "bench-http: "+format+"\n", a...)
-	}
-}
-
-// load drives c.conc workers, each on its own keep-alive connection, for d; every request's
-// latency is kept (up to maxSamples). Answers other than want count in codes.
-func load(ctx context.Context, c config, d time.Duration, mk func(i int) *http.Request, want int) result {
-	tr := &http.Transport{MaxIdleConnsPerHost: c.conc, MaxConnsPerHost: c.conc, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	cl := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	per := c.maxSamples / c.conc
-	type wres struct {
-		n, errs int
-		codes   map[int]int
-		lat     []time.Duration
-		trunc   bool
-	}
-	out := make([]wres, c.conc)
-	var wg sync.WaitGroup
-	began := time.Now()
-	for w := range c.conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &out[w]
-			r.codes = map[int]int{}
-			r.lat = make([]time.Duration, 0, 1<<14)
-			for i := w; ctx.Err() == nil; i += c.conc {
-				req := mk(i).WithContext(ctx)
-				t0 := time.Now()
-				resp, err := cl.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						r.errs++
-					}
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat := time.Since(t0)
-				r.n++
-				if resp.StatusCode != want {
-					r.codes[resp.StatusCode]++
-				}
-				if len(r.lat) < per {
-					r.lat = append(r.lat, lat)
-				} else {
-					r.trunc = true
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	res := result{codes: map[int]int{}, elapsed: time.Since(began)}
-	for _, r := range out {
-		res.n += r.n
-		res.errs += r.errs
-		res.truncated = res.truncated || r.trunc
-		for k, v := range r.codes {
-			res.codes[k] += v
-		}
-		res.lat = append(res.lat, r.lat...)
-	}
-	slices.Sort(res.lat)
-	return res
-}
-
-func postBody() []byte {
-	return []byte(`{"company":"se-demo-insurer","loginMethod":"SWEDISH_MOBILE_EID_OTHER_DEVICE_MOCK",` +
-		`"parameters":[{"type":"SwedishPersonalNumberParameter","personalNumber":"199001010017"}]}`)
-}
-
-func setPostHeaders(req *http.Request, key string) {
-	req.Header.Set("Authorization-token", key)
-	req.Header.Set("Service-Version", "2026-04-01")
-	req.Header.Set("Content-Type", "application/json")
-}
-
-func create(cl *http.Client, base, key string) (string, error) {
-	req, _ := http.NewRequest(http.MethodPost, base+"/collections", bytes.NewReader(postBody()))
-	setPostHeaders(req, key)
-	resp, err := cl.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusCreated {
-		return "", fmt.Errorf("POST /collections: %d %s", resp.StatusCode, b)
-	}
-	var v struct {
-		CollectionID string `json:"collectionId"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil || v.CollectionID == "" {
-		return "", fmt.Errorf("POST /collections: no collectionId in %s", b)
-	}
-	return v.CollectionID, nil
-}
-
-// status answers the status code of one poll and the collection's status when 200.
-func status(cl *http.Client, base, key, id string) (int, string, error) {
-	req, _ := http.NewRequest(http.MethodGet, base+"/collections/"+id+"/status", nil)
-	req.Header.Set("Authorization-token", key)
-	resp, err := cl.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, "", nil
-	}
-	var v struct {
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(b, &v)
-	return resp.StatusCode, v.Status, nil
-}
-
-func awaitFinal(ctx context.Context, cl *http.Client, base, key string, ids []string, bound time.Duration) error {
-	deadline := time.Now().Add(bound)
-	pending := slices.Clone(ids)
-	for len(pending) > 0 {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d collections not final after %s", len(pending), len(ids), bound)
-		}
-		next := pending[:0]
-		for _, id := range pending {
-			code, st, err := status(cl, base, key, id)
-			if err != nil || code != http.StatusOK || !collection.Status(st).IsFinal() {
-				next = append(next, id)
-			}
-		}
-		pending = next
-		if len(pending) > 0 {
-			sleep(ctx, 200*time.Millisecond)
-		}
-	}
-	return nil
+func postLoad(ctx context.Context, c config, base, key string, d time.Duration) result {
+	body := postBody()
+	return load(ctx, c, d, func(int) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, base+"/collections", strings.NewReader(string(body)))
+		setPostHeaders(req, key)
+		return req
+	}, http.StatusCreated)
 }
 
 // visible times n sequential POSTs from their 201 to the first status poll that answers 200, and
@@ -465,112 +496,54 @@ func visible(ctx context.Context, cl *http.Client, base, key string, n int, each
 		}
 		done++
 	}
-	slices.Sort(res.lat)
+	sortDurations(res.lat)
 	return res, n404, done, nil
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
+func sortDurations(d []time.Duration) { slices.Sort(d) }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// profile saves a CPU profile of the next d of samla to -profile-dir while a load runs; the
+// answer waits for it. Without -profile-dir it does nothing. A failed profile is reported, not
+// fatal: the measurement stands without it.
+func profile(ctx context.Context, c config, in *instance, name string, d time.Duration) (wait func()) {
+	if c.profileDir == "" {
+		return func() {}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// proc is a started server: stop ends it (SIGTERM, then SIGKILL after 10 s) and waits for it.
-type proc struct {
-	name, log string
-	cmd       *exec.Cmd
-	exited    chan struct{}
-	once      sync.Once
-}
-
-func start(ctx context.Context, name, bin string, args []string, env map[string]string, logPath string) (*proc, error) {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	// The children get none of the caller's SAMLA_* settings but those given here.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SAMLA_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group: a terminal's Ctrl-C reaches the harness, which stops the child itself.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, log: logPath, cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logf.Close(); close(p.exited) }()
+	secs := max(int(d/time.Second), 1)
+	done := make(chan struct{})
 	go func() {
-		select {
-		case <-ctx.Done():
-			p.stop()
-		case <-p.exited:
+		defer close(done)
+		if err := fetchProfile(ctx, in.opsBase+fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), filepath.Join(c.profileDir, name+".pprof")); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-http: profile", name+":", err)
 		}
 	}()
-	return p, nil
+	return func() { <-done }
 }
 
-func (p *proc) stop() {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-}
-
-// withLog adds the tail of the server's log to err.
-func (p *proc) withLog(err error) error {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
+func fetchProfile(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%w\n--- tail of %s log ---\n%s", err, p.name, b)
-}
-
-func waitReady(ctx context.Context, p *proc, url string, want int, bound time.Duration) error {
-	cl := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(bound)
-	for {
-		select {
-		case <-p.exited:
-			return p.withLog(fmt.Errorf("%s exited before it was ready", p.name))
-		default:
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		resp, err := cl.Get(url)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == want {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return p.withLog(errors.New(p.name + " not ready after " + bound.String()))
-		}
-		sleep(ctx, 100*time.Millisecond)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
 	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d (is SAMLA_PPROF on?)", url, resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if _, err := f.ReadFrom(resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	fmt.Fprintln(os.Stderr, "bench-http: profile saved:", path)
+	return nil
 }
