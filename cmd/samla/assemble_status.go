@@ -36,14 +36,18 @@ func (s *Service) useStatusView() {
 		s.models.Status = collectionstatus.Cached(s.models.Status, view)
 		return
 	}
-	s.models.Status = collectionstatus.Followed(s.models.Status, view, collectionstatus.DefaultFollowFreshness)
-	s.statusFollower = collectionstatus.NewFollower(s.registry, view, s.keys)
+	s.models.Status = collectionstatus.Followed(s.models.Status, view, collectionstatus.DefaultFollowFreshness, collectionstatus.DefaultFollowMaxAge)
+	if followsStatus(s.cfg, s.roles) {
+		s.statusFollower = collectionstatus.NewFollower(s.registry, view, s.keys)
+	}
 }
 
-// followsStatus tells whether this process follows the event stream into its status view, for
-// which it needs Kafka.
+// followsStatus tells whether this process follows the event stream into its status view: a
+// query process against a Kafka cluster that does not write the status read model itself. A
+// query process without a cluster (beside a `samla run`, whose embedded broker it cannot share)
+// keeps a view that reads every row again within the follower's bounds instead.
 func followsStatus(cfg *Config, roles Roles) bool {
-	return roles.Query && cfg.StatusViewRows > 0 && !(roles.Project && len(cfg.Brokers()) == 0)
+	return roles.Query && cfg.StatusViewRows > 0 && len(cfg.Brokers()) > 0
 }
 
 // startStatusView sweeps the rows nobody polled for SAMLA_STATUS_VIEW_IDLE out of the status
@@ -74,7 +78,7 @@ func (s *Service) startStatusView(ctx context.Context) {
 	group := fmt.Sprintf("samla.status-view.%s.%d.%d", host, os.Getpid(), time.Now().UnixNano())
 	consume := func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
 		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: group, Topics: projections.Topics(s.statusFollower),
-			MaxWait: consumerGatherWindow, Follow: true}, s.log, handle)
+			MaxWait: consumerGatherWindow, Follow: true, OnRejoin: s.statusFollower.Rejoined}, s.log, handle)
 	}
 	s.runRole(ctx, "status view", func(ctx context.Context) error {
 		return projections.Run(ctx, s.statusFollower, consume, s.metrics)

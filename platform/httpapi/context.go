@@ -23,6 +23,7 @@ type requestInfo struct {
 	clientID      string
 	session       *session // nil unless a session token authenticated the request
 	version       Version
+	quiet         bool // QuietAccessLog: a successful answer is logged at debug
 
 	// The request's logger is built from base and logAttrs on first use only: most requests
 	// log nothing but the access line, which observe writes with the attributes directly,
@@ -124,4 +125,18 @@ func ServiceVersion(c *gin.Context) Version {
 		return info.version
 	}
 	return DefaultVersion
+}
+
+// QuietAccessLog marks the request as a poll: answered successfully, its access line is logged
+// at debug rather than info. Only for reads that clients repeat every second and that reveal
+// nothing personal (the status poll); reads of personal data keep their line at info.
+func QuietAccessLog(c *gin.Context) {
+	if info := infoFrom(c.Request.Context()); info != nil {
+		info.quiet = true
+	}
+}
+
+func quiet(ctx context.Context) bool {
+	info := infoFrom(ctx)
+	return info != nil && info.quiet
 }

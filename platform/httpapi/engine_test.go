@@ -573,15 +573,24 @@ func TestConcurrentRequests(t *testing.T) {
 	}
 }
 
-// A successful read is logged at debug (clients poll every collection every second), anything
-// that changes state or fails at info or above.
+// A successful poll (QuietAccessLog) is logged at debug (clients poll every collection every
+// second); a failed one, other reads and anything that changes state at info or above.
 func TestAccessLogLevels(t *testing.T) {
 	logs := newRecordingHandler()
 	env := newEnv(t, func(o *Options) { o.Logger = slog.New(logs) })
+	env.engine.GET("/poll/:code", func(c *gin.Context) {
+		QuietAccessLog(c)
+		if c.Param("code") != "ok" {
+			AbortProblem(c, http.StatusNotFound, "COLLECTION_NOT_FOUND", "No such collection.")
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "RUNNING"})
+	})
+	env.do(t, http.MethodGet, "/poll/ok", "", authed(HeaderRequestID, "poll-ok"))
+	env.do(t, http.MethodGet, "/poll/missing", "", authed(HeaderRequestID, "poll-404"))
 	env.do(t, http.MethodGet, "/whoami", "", authed(HeaderRequestID, "read-ok"))
-	env.do(t, http.MethodGet, "/nowhere", "", authed(HeaderRequestID, "read-404"))
 	env.do(t, http.MethodPost, "/echo", `{"name":"x"}`, authed("Content-Type", "application/json", HeaderRequestID, "write"))
-	want := map[string]slog.Level{"read-ok": slog.LevelDebug, "read-404": slog.LevelInfo, "write": slog.LevelInfo}
+	want := map[string]slog.Level{"poll-ok": slog.LevelDebug, "poll-404": slog.LevelInfo, "read-ok": slog.LevelInfo, "write": slog.LevelInfo}
 	for range want {
 		select {
 		case r := <-logs.access:

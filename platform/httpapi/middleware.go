@@ -107,8 +107,8 @@ func observe(m *metrics.Metrics) gin.HandlerFunc {
 			status, level = StatusClientClosedRequest, slog.LevelWarn
 		case status >= 500:
 			level = slog.LevelError
-		case status < 400 && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead):
-			// A read that succeeded changes nothing: clients poll every collection every
+		case status < 400 && quiet(ctx):
+			// A poll that succeeded (QuietAccessLog): clients poll every collection every
 			// second, and a line per poll was a fifth of a poll's CPU and most of the log. The
 			// metrics count them; SAMLA_LOG_LEVEL=debug logs them too.
 			level = slog.LevelDebug

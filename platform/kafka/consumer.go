@@ -36,6 +36,10 @@ type ConsumerConfig struct {
 	// its group, which must be unique to the process, leaves nothing behind once it stops. The
 	// in-memory status view of a query process reads so.
 	Follow bool
+	// OnRejoin, when set, is called before the first batch handled after each join of the
+	// group (the first one too). A follower, which commits nothing, starts at the end of the
+	// stream at every join and so may have skipped events: this is where it learns of it.
+	OnRejoin func()
 }
 
 // BatchInfo describes one batch that Consume has handled and committed.
@@ -153,6 +157,9 @@ func (c *consumer) run(ctx context.Context) error {
 		msgs, err = c.gather(ctx, msgs[:0])
 		if err != nil {
 			return err
+		}
+		if c.cfg.OnRejoin != nil && c.reader.Stats().Rebalances > 0 {
+			c.cfg.OnRejoin()
 		}
 		info := BatchInfo{}
 		// A fresh slice per batch: a handler may keep what it was given.

@@ -104,7 +104,7 @@ func consumeWith(t testing.TB, base ConsumerConfig, fail func(call int) error) *
 	c := &collector{cancel: cancel, done: make(chan error, 1), changed: make(chan struct{}, 1)}
 	calls := 0
 	cfg := ConsumerConfig{
-		Brokers: base.Brokers, GroupID: base.GroupID, Topics: eventschema.Topics(), Follow: base.Follow,
+		Brokers: base.Brokers, GroupID: base.GroupID, Topics: eventschema.Topics(), Follow: base.Follow, OnRejoin: base.OnRejoin,
 		OnBatch: func(info BatchInfo) {
 			c.mu.Lock()
 			c.infos = append(c.infos, info)

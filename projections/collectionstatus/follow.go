@@ -21,23 +21,29 @@ import (
 // before it held the row.
 const DefaultFollowFreshness = time.Second
 
+// DefaultFollowMaxAge bounds how long a follower serves any row, current or final, without
+// reading it again from the read model: the backstop for whatever its consumer may have
+// skipped (a rejoin of its group starts it at the end of the stream) or an erasure it missed.
+const DefaultFollowMaxAge = 30 * time.Second
+
 // Followed returns durable with view in front, for a query process whose view a Follower keeps
 // current: Get answers from memory when the view can vouch for the row, else reads the Store
 // and remembers the row as read at that time. Every other method is durable's.
-func Followed(durable Store, view *View, freshness time.Duration) Store {
-	return &followedStore{Store: durable, view: view, freshness: freshness, now: time.Now}
+func Followed(durable Store, view *View, freshness, maxAge time.Duration) Store {
+	return &followedStore{Store: durable, view: view,
+		freshness: int64(freshness / time.Second), maxAge: int64(maxAge / time.Second)}
 }
 
 type followedStore struct {
 	Store
-	view      *View
-	freshness time.Duration
-	now       func() time.Time
+	view              *View
+	freshness, maxAge int64 // seconds
 }
 
 // Get serves the poll.
 func (f *followedStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
-	if e, ok := f.view.entry(collectionID); ok && f.vouches(e) {
+	slot, e, removals := f.view.lookup(collectionID)
+	if slot != nil && f.vouches(e) {
 		if e.row.Tenant != tenant {
 			return Row{}, readdb.ErrNotFound
 		}
@@ -47,11 +53,21 @@ func (f *followedStore) Get(ctx context.Context, tenant, collectionID string) (R
 	if err != nil {
 		return Row{}, err
 	}
-	held := f.view.store(viewEntry{row: row, loaded: f.now()}, true)
-	if held.row.Revision > row.Revision && held.row.Tenant == tenant {
-		return held.row, nil // the follower is ahead of the read model
+	if held := f.view.refresh(row, removals); held.row.Tenant == tenant {
+		return held.row, nil // the Store's row, or the follower's when it is ahead
 	}
 	return row, nil
+}
+
+// vouches tells whether e may be served without reading the Store: verified within the
+// maximum age, and current, final (a final status no longer changes what the poll shows), or
+// read from the Store within the freshness bound.
+func (f *followedStore) vouches(e viewEntry) bool {
+	now := f.view.now()
+	if now-e.verified >= f.maxAge {
+		return false
+	}
+	return e.loaded == 0 || collection.Status(e.row.Status).IsFinal() || now-e.loaded < f.freshness
 }
 
 func (f *followedStore) memory() *View { return f.view }
@@ -78,12 +94,6 @@ func (f *followedStore) Reset(ctx context.Context) error {
 	return err
 }
 
-// vouches tells whether e may be served: current, final (a final status no longer changes what
-// the poll shows), or read from the Store within the freshness bound.
-func (f *followedStore) vouches(e viewEntry) bool {
-	return e.loaded.IsZero() || collection.Status(e.row.Status).IsFinal() || f.now().Sub(e.loaded) < f.freshness
-}
-
 // Follower folds the event stream into a view. It is a projections.Projector by shape (Name,
 // Handle) but writes nothing durable; its consumer must start at the end and commit nothing.
 type Follower struct {
@@ -96,6 +106,11 @@ type Follower struct {
 func NewFollower(reg *eventschema.Registry, view *View, keys eventschema.Keys) *Follower {
 	return &Follower{view: view, fold: NewProjector(reg, nil, keys)}
 }
+
+// Rejoined tells the follower that its consumer joined its group again and may have skipped
+// events (a follower's group has no committed offsets: it starts at the end again): every row
+// is read again from the read model at its next poll.
+func (f *Follower) Rejoined() { f.view.unverify() }
 
 // Name names the follower in logs and metrics; its consumer group is unique to the process.
 func (f *Follower) Name() string { return "collection-status-view" }
@@ -121,26 +136,29 @@ func (f *Follower) Handle(ctx context.Context, batch []eventschema.Envelope) err
 		if !ok {
 			continue
 		}
-		e, ok := f.view.entry(id)
-		if !ok || env.Revision <= e.row.Revision {
+		slot, e, _ := f.view.lookup(id)
+		if slot == nil || env.Revision <= e.row.Revision {
 			continue
 		}
 		if env.Revision != e.row.Revision+1 {
 			f.view.forget(id)
 			continue
 		}
-		payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
-		if err != nil {
-			f.view.forget(id)
-			continue
+		// Only the events the fold decodes need their personal part opened.
+		if folds(env.Type) {
+			payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
+			if err != nil {
+				f.view.forget(id)
+				continue
+			}
+			env.Payload = payload
 		}
-		env.Payload = payload
 		next, changed, err := f.fold.apply(ctx, id, e.row, true, env)
 		if err != nil || !changed {
 			f.view.forget(id)
 			continue
 		}
-		f.view.confirm(e.row.Revision, stored(next))
+		f.view.confirm(slot, stored(next))
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func TestFollowedSQLiteStore(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return collectionstatus.Followed(s, collectionstatus.NewView(1000), 0), nil
+		return collectionstatus.Followed(s, collectionstatus.NewView(1000), 0, 0), nil
 	}, statustest.Run)
 }
 
@@ -46,7 +46,7 @@ func newFollowScene(t *testing.T) *followScene {
 	view := collectionstatus.NewView(1000)
 	return &followScene{t: t, log: log, durable: durable,
 		project:  collectionstatus.NewProjector(log.Registry(), durable.Store, keys),
-		followed: collectionstatus.Followed(durable, view, time.Hour),
+		followed: collectionstatus.Followed(durable, view, time.Hour, time.Hour),
 		follower: collectionstatus.NewFollower(log.Registry(), view, keys),
 		t0:       time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)}
 }
@@ -125,7 +125,7 @@ func TestFollowerKeepsTheViewCurrent(t *testing.T) {
 func TestFollowedReadsUnconfirmedRowsAgain(t *testing.T) {
 	ctx := context.Background()
 	s := newFollowScene(t)
-	s.followed = collectionstatus.Followed(s.durable, collectionstatus.NewView(1000), 0)
+	s.followed = collectionstatus.Followed(s.durable, collectionstatus.NewView(1000), 0, time.Hour)
 	stream := collection.StreamName("c-1")
 	started := s.log.Append("acme", stream, s.t0, s.started("c-1"))
 	if err := s.project.Handle(ctx, []eventschema.Envelope{started}); err != nil {

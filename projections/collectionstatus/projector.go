@@ -173,6 +173,16 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 	}
 }
 
+// folds tells whether apply decodes events of type t (and so needs their personal part opened);
+// it only notes the revision of the others.
+func folds(t string) bool {
+	switch t {
+	case collection.EventStarted, collection.EventStatusChanged, collection.EventInputSupplied:
+		return true
+	}
+	return false
+}
+
 func (p *Projector) decode(env eventschema.Envelope) (any, error) {
 	ev, err := p.reg.Decode(env)
 	if err != nil {

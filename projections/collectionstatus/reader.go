@@ -89,7 +89,16 @@ func (r Reader) openPersonal(ctx context.Context, row Row) (collection.StatusPer
 	v, inView := r.store.(viewed)
 	if inView {
 		if p, ok := v.memory().openedPersonal(row.CollectionID, row.Revision); ok {
-			return p, nil
+			// The subject's key decides, as it does for the sealed form: once it is destroyed
+			// (an erasure), what the view kept is not served either (the key store caches
+			// erasures, so this is a map lookup).
+			_, err := r.keys.Get(ctx, collection.DataSubject(row.CollectionID, row.UserUUID))
+			switch {
+			case errors.Is(err, eventschema.ErrSubjectErased):
+				return collection.StatusPersonal{}, nil
+			case err == nil:
+				return p, nil
+			}
 		}
 	}
 	personal, erased, err := OpenPersonal(ctx, r.keys, row.Personal)
@@ -158,16 +167,23 @@ func (f *eventFallback) row(ctx context.Context, tenant, collectionID string) (R
 	if err != nil {
 		return Row{}, fmt.Errorf("collection %s from the event store: %w", collectionID, err)
 	}
+	// Another client's collection is not found before anything of it is opened: its events'
+	// personal parts (and whether they open at all) are none of this client's business.
+	if len(events) > 0 && events[0].Tenant != "" && events[0].Tenant != tenant {
+		return Row{}, readdb.ErrNotFound
+	}
 	var (
 		row    Row
 		exists bool
 	)
 	for _, env := range events {
-		payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
-		if err != nil {
-			return Row{}, fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+		if folds(env.Type) {
+			payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
+			if err != nil {
+				return Row{}, fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+			}
+			env.Payload = payload
 		}
-		env.Payload = payload
 		next, changed, err := f.fold.apply(ctx, collectionID, row, exists, env)
 		if err != nil {
 			return Row{}, fmt.Errorf("collection %s from the event store: %w", collectionID, err)

@@ -25,33 +25,43 @@ type View struct {
 	seed     maphash.Seed
 	shards   []viewShard
 	perShard int
-	evicted  func() // counts evictions; nil: not counted
+	evicted  func()       // counts evictions; nil: not counted
 	now      func() int64 // Unix seconds; a test's clock in tests
 }
 
 type viewShard struct {
 	mu   sync.RWMutex
 	rows map[string]*viewSlot
+	// removals counts the rows this shard dropped (evicted, swept, erased, forgotten). A fill
+	// from the Store puts its row only if none was dropped since it read it: a row dropped in
+	// between may have been newer (or erased), and the revision rule has nothing left to
+	// compare against.
+	removals uint64
 }
 
-// viewSlot is an entry and when it was last read or written (Unix seconds), which a poll
-// updates under the shard's read lock.
+// viewSlot is one row of the view. Every change replaces the slot, so a pointer names one
+// version of a row; only opened and verified change in place (under the shard's lock) and
+// touched (atomically, under its read lock).
 type viewSlot struct {
 	viewEntry
-	touched atomic.Int64
+	touched atomic.Int64 // Unix seconds of the last read or write
 }
 
-// viewEntry is a row and whether the view can vouch for it. A row the process wrote itself, or
-// followed from the event stream revision by revision, is current (loaded zero). A row a
-// follower read from the Store (Followed) may already be behind events the follower passed
-// before it held the row: loaded says when it was read, and it is read again once older than
-// the follower's freshness bound, until an event confirms it.
+// viewEntry is a row and how far the view can vouch for it. A row the process wrote itself, or
+// followed from the event stream revision by revision, is current (loaded 0). A row a follower
+// read from the Store (Followed) may already be behind events the follower passed before it
+// held the row: loaded says when it was read (Unix seconds), and it is read again once older
+// than the follower's freshness bound, until an event confirms it. verified is when the row was
+// last written, confirmed or read from the Store: a follower reads every row again once that is
+// older than its bound, whatever it missed.
 type viewEntry struct {
-	row    Row
-	loaded time.Time
+	row      Row
+	loaded   int64
+	verified int64
 	// opened is row.Personal opened, once a poll has opened it: opening the sealed form (JSON,
 	// AES-GCM, JSON again) was most of a poll's CPU for a status with a QR code. It lives and
-	// dies with the entry: a new revision, an erasure or an eviction drops it.
+	// dies with the slot: a new revision, an erasure or an eviction drops it, and the Reader
+	// still asks the key store whether the subject was erased before it serves it.
 	opened *collection.StatusPersonal
 }
 
@@ -63,8 +73,7 @@ const viewShards = 64
 // so some hundreds of MB at most, for the collections of the last hours at a busy node.
 const DefaultViewCapacity = 200_000
 
-// NewView returns an empty view of at most capacity rows (capacity < viewShards: one row a
-// shard).
+// NewView returns an empty view of at most capacity rows (at least one a shard).
 func NewView(capacity int) *View {
 	per := capacity / viewShards
 	if per < 1 {
@@ -86,106 +95,157 @@ func (v *View) shard(id string) *viewShard {
 	return &v.shards[maphash.String(v.seed, id)%viewShards]
 }
 
-// get returns the row of id, whatever its tenant.
-func (v *View) get(id string) (Row, bool) {
-	e, ok := v.entry(id)
-	return e.row, ok
-}
-
-func (v *View) entry(id string) (viewEntry, bool) {
+// lookup returns the slot of id and a copy of its entry, touching it, and the shard's removals
+// so far (for a fill that follows a miss).
+func (v *View) lookup(id string) (slot *viewSlot, e viewEntry, removals uint64) {
 	sh := v.shard(id)
 	sh.mu.RLock()
-	slot, ok := sh.rows[id]
-	var e viewEntry
-	if ok {
+	defer sh.mu.RUnlock()
+	slot = sh.rows[id]
+	if slot != nil {
 		e = slot.viewEntry
 		if now := v.now(); slot.touched.Load() != now {
 			slot.touched.Store(now)
 		}
 	}
-	sh.mu.RUnlock()
-	return e, ok
+	return slot, e, sh.removals
 }
 
-// set puts e into sh, touched now; sh.mu is held.
-func (sh *viewShard) set(e viewEntry, now int64) {
+// get returns the row of id, whatever its tenant.
+func (v *View) get(id string) (Row, bool) {
+	slot, e, _ := v.lookup(id)
+	return e.row, slot != nil
+}
+
+// setLocked puts e into sh as a new slot, touched now; sh.mu is held.
+func (sh *viewShard) setLocked(e viewEntry, now int64) {
 	slot := &viewSlot{viewEntry: e}
 	slot.touched.Store(now)
 	sh.rows[e.row.CollectionID] = slot
 }
 
-// Sweep drops the rows nobody read or wrote in the last idle, and returns how many. A row of a
-// collection clients still poll is touched every poll and stays.
-func (v *View) Sweep(idle time.Duration) int {
-	cutoff := v.now() - int64(idle/time.Second)
-	n := 0
-	for i := range v.shards {
-		sh := &v.shards[i]
-		sh.mu.Lock()
-		for id, slot := range sh.rows {
-			if slot.touched.Load() < cutoff {
-				delete(sh.rows, id)
-				n++
-			}
-		}
-		sh.mu.Unlock()
+// removeLocked drops the row of id; sh.mu is held.
+func (sh *viewShard) removeLocked(id string) {
+	if _, ok := sh.rows[id]; ok {
+		delete(sh.rows, id)
+		sh.removals++
 	}
-	return n
 }
 
-// put remembers row as current unless the view holds the same collection at the same or a
-// later revision: the projector's write and a poll's fill from the Store may race, and the
-// older of the two must never win.
-func (v *View) put(row Row) { v.store(viewEntry{row: row}, false) }
+// makeRoomLocked drops an arbitrary row when sh is full; sh.mu is held.
+func (v *View) makeRoomLocked(sh *viewShard) {
+	if len(sh.rows) < v.perShard {
+		return
+	}
+	for id := range sh.rows {
+		sh.removeLocked(id)
+		if v.evicted != nil {
+			v.evicted()
+		}
+		return
+	}
+}
 
-// store remembers e under the revision rule of put; with replaceEqual, an entry of the same
-// revision takes e's loaded time (a follower's re-read refreshes it, a confirmation clears it).
-// It returns the entry the view holds afterwards.
-func (v *View) store(e viewEntry, replaceEqual bool) viewEntry {
-	row := e.row
+// write remembers row as current, written by the process that writes the Store, unless the
+// view holds the collection at the same or a later revision.
+func (v *View) write(row Row) {
 	sh := v.shard(row.CollectionID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if slot, ok := sh.rows[row.CollectionID]; ok {
-		old := slot.viewEntry
-		if old.row.Revision > row.Revision || (old.row.Revision == row.Revision && !replaceEqual) {
-			return old
+	now := v.now()
+	if old, ok := sh.rows[row.CollectionID]; ok {
+		if old.row.Revision >= row.Revision {
+			return
 		}
-		if old.row.Revision == row.Revision && old.loaded.IsZero() {
-			return old // current already: a re-read cannot make it less so
-		}
-	} else if len(sh.rows) >= v.perShard {
-		for id := range sh.rows {
-			delete(sh.rows, id)
-			if v.evicted != nil {
-				v.evicted()
-			}
-			break
-		}
+	} else {
+		v.makeRoomLocked(sh)
 	}
-	sh.set(e, v.now())
-	return e
+	sh.setLocked(viewEntry{row: row, verified: now}, now)
 }
 
-// confirm replaces the row of id, which the view holds at revision from, with next, current:
-// the follower folded the event right after from into it. A row that moved meanwhile (a
-// re-read) is left alone; the next event will do.
-func (v *View) confirm(from uint64, next Row) {
+// fill remembers row, read from the Store after lookup returned removals, as current: the
+// Store's row is current where the process writes every change through the view (Cached). It
+// does nothing when the shard dropped a row since, or holds the collection at the same or a
+// later revision.
+func (v *View) fill(row Row, removals uint64) {
+	sh := v.shard(row.CollectionID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.removals != removals {
+		return
+	}
+	if _, ok := sh.rows[row.CollectionID]; ok {
+		return // written meanwhile: at the same revision or a later one
+	}
+	now := v.now()
+	v.makeRoomLocked(sh)
+	sh.setLocked(viewEntry{row: row, verified: now}, now)
+}
+
+// refresh takes row, which a follower read from the Store after lookup returned removals, and
+// returns the entry to serve. The Store's row replaces an older one, unconfirmed (read now); at
+// the same revision it is the truth (an erasure blanks a row's personal part at its revision)
+// and keeps the entry's confirmation; an entry ahead of the Store (the follower is ahead of the
+// projection) stays. Every case counts as verified now. A shard that dropped a row since the
+// read keeps nothing new: the row may have been dropped for its user's erasure.
+func (v *View) refresh(row Row, removals uint64) viewEntry {
+	sh := v.shard(row.CollectionID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := v.now()
+	fresh := viewEntry{row: row, loaded: now, verified: now}
+	old, ok := sh.rows[row.CollectionID]
+	switch {
+	case sh.removals != removals:
+		return fresh
+	case !ok:
+		v.makeRoomLocked(sh)
+	case old.row.Revision > row.Revision:
+		old.verified = now
+		return old.viewEntry
+	case old.row.Revision == row.Revision:
+		fresh.loaded = old.loaded
+	}
+	sh.setLocked(fresh, now)
+	return fresh
+}
+
+// confirm replaces slot, which lookup returned, with next, current: the follower folded the
+// event right after slot's revision into it. A slot replaced meanwhile (a re-read, an erasure)
+// is left alone; the next event, or the next re-read, will do.
+func (v *View) confirm(slot *viewSlot, next Row) {
 	sh := v.shard(next.CollectionID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.rows[next.CollectionID]; ok && old.row.Revision == from {
-		sh.set(viewEntry{row: next}, v.now())
+	if sh.rows[next.CollectionID] == slot {
+		now := v.now()
+		sh.setLocked(viewEntry{row: next, verified: now}, now)
+	}
+}
+
+// unverify makes every row due to be read again from the Store by a follower: its consumer
+// may have skipped events (a group rejoin starts a follower at the end of the stream).
+func (v *View) unverify() {
+	for i := range v.shards {
+		sh := &v.shards[i]
+		sh.mu.Lock()
+		for _, slot := range sh.rows {
+			slot.verified = 0
+		}
+		sh.mu.Unlock()
 	}
 }
 
 // openedPersonal returns the opened personal part of id's row at revision, if a poll kept it.
 func (v *View) openedPersonal(id string, revision uint64) (collection.StatusPersonal, bool) {
-	e, ok := v.entry(id)
-	if !ok || e.opened == nil || e.row.Revision != revision {
+	sh := v.shard(id)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	slot := sh.rows[id]
+	if slot == nil || slot.opened == nil || slot.row.Revision != revision {
 		return collection.StatusPersonal{}, false
 	}
-	return *e.opened, true
+	return *slot.opened, true
 }
 
 // keepOpenedPersonal keeps p as the opened personal part of id's row while the view holds the
@@ -203,11 +263,13 @@ func (v *View) keepOpenedPersonal(id string, revision uint64, p collection.Statu
 func (v *View) forget(id string) {
 	sh := v.shard(id)
 	sh.mu.Lock()
-	delete(sh.rows, id)
+	sh.removeLocked(id)
 	sh.mu.Unlock()
 }
 
-// drop forgets the rows for which match is true.
+// drop forgets the rows for which match is true. Every shard counts it as a removal, whether
+// it held such a row or not: a fill in flight may have read one of them (before an erasure)
+// and must not put it in.
 func (v *View) drop(match func(Row) bool) {
 	for i := range v.shards {
 		sh := &v.shards[i]
@@ -217,8 +279,28 @@ func (v *View) drop(match func(Row) bool) {
 				delete(sh.rows, id)
 			}
 		}
+		sh.removals++
 		sh.mu.Unlock()
 	}
+}
+
+// Sweep drops the rows nobody read or wrote in the last idle, and returns how many. A row of a
+// collection clients still poll is touched every poll and stays.
+func (v *View) Sweep(idle time.Duration) int {
+	cutoff := v.now() - int64(idle/time.Second)
+	n := 0
+	for i := range v.shards {
+		sh := &v.shards[i]
+		sh.mu.Lock()
+		for id, slot := range sh.rows {
+			if slot.touched.Load() < cutoff {
+				sh.removeLocked(id)
+				n++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // Len is how many rows the view holds.
@@ -233,10 +315,12 @@ func (v *View) Len() int {
 	return n
 }
 
-// Cached returns durable with view in front: a Store whose Get and GetMany answer from memory
-// when they can, and whose writes go to durable first and into the view once durable has them.
-// Only a process that writes every status change through it (the one that runs the
-// collection-status projection) may use it: the view is kept current by those writes alone.
+// Cached returns durable with view in front: a Store whose Get answers from memory when it
+// can, and whose writes go to durable first and into the view once durable has them. Only a
+// process that writes every status change through it (the one that runs the collection-status
+// projection, alone in its consumer group) may use it: the view is kept current by those
+// writes alone. The projector's own reads (GetMany) go to durable: the rows it folds onto are
+// the durable ones, whatever the view holds.
 func Cached(durable Store, view *View) Store { return &cachedStore{Store: durable, view: view} }
 
 type cachedStore struct {
@@ -246,43 +330,19 @@ type cachedStore struct {
 
 // Get serves the poll: from the view without I/O, else from the Store, remembering the row.
 func (c *cachedStore) Get(ctx context.Context, tenant, collectionID string) (Row, error) {
-	if row, ok := c.view.get(collectionID); ok {
-		if row.Tenant != tenant {
+	slot, e, removals := c.view.lookup(collectionID)
+	if slot != nil {
+		if e.row.Tenant != tenant {
 			return Row{}, readdb.ErrNotFound
 		}
-		return row, nil
+		return e.row, nil
 	}
 	row, err := c.Store.Get(ctx, tenant, collectionID)
 	if err != nil {
 		return Row{}, err
 	}
-	c.view.put(row)
+	c.view.fill(row, removals)
 	return row, nil
-}
-
-// GetMany serves the projector: the rows the view holds, the others from the Store.
-func (c *cachedStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	out := make(map[string]Row, len(ids))
-	var missing []string
-	for _, id := range ids {
-		if row, ok := c.view.get(id); ok {
-			out[id] = row
-		} else {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) == 0 {
-		return out, nil
-	}
-	stored, err := c.Store.GetMany(ctx, missing)
-	if err != nil {
-		return nil, err
-	}
-	for id, row := range stored {
-		out[id] = row
-		c.view.put(row)
-	}
-	return out, nil
 }
 
 func (c *cachedStore) memory() *View { return c.view }
@@ -293,7 +353,7 @@ func (c *cachedStore) Upsert(ctx context.Context, rows []Row) error {
 		return err
 	}
 	for _, row := range rows {
-		c.view.put(stored(row))
+		c.view.write(stored(row))
 	}
 	return nil
 }

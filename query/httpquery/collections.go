@@ -148,8 +148,10 @@ func (h *handlers) status(c *gin.Context) {
 	// What the status asks of the client, with the QR data of this very second; the QR secret
 	// stays on the server.
 	view.ExtraInformation = presenter.ExtraInformation(view, h.deps.Now())
-	// Polls must see the newest status; no cache may answer them.
+	// Polls must see the newest status; no cache may answer them. A client polls every
+	// collection every second: a successful poll's access line is debug.
 	c.Header("Cache-Control", "no-store")
+	httpapi.QuietAccessLog(c)
 	c.JSON(http.StatusOK, presenter.CollectionStatus(httpapi.ServiceVersion(c), market, view))
 }
 
