@@ -518,9 +518,12 @@ func benchmarkStore(b *testing.B) *Store {
 	return openStore(b, filepath.Join(b.TempDir(), "events.db"))
 }
 
-func reportGroupCommit(b *testing.B, s *Store, appends int) {
+func reportGroupCommit(b *testing.B, s *Store, appends int, cpuBefore time.Duration) {
 	if commits := s.commits.Load(); commits > 0 {
 		b.ReportMetric(float64(appends)/float64(commits), "appends/commit")
+	}
+	if cpu := processCPU() - cpuBefore; cpu > 0 && appends > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(appends), "cpu-ns/op")
 	}
 }
 
@@ -529,6 +532,7 @@ func BenchmarkAppendSerial(b *testing.B) {
 	s := benchmarkStore(b)
 	ctx := context.Background()
 	n := 0
+	cpu := processCPU()
 	for b.Loop() {
 		e := storetest.NewEvent("bench", map[string]any{"n": n})
 		if _, err := s.Append(ctx, storetest.NewStream("collection"), eventstore.NoStream(), []eventschema.Envelope{e}); err != nil {
@@ -536,7 +540,7 @@ func BenchmarkAppendSerial(b *testing.B) {
 		}
 		n++
 	}
-	reportGroupCommit(b, s, n)
+	reportGroupCommit(b, s, n, cpu)
 }
 
 // BenchmarkAppendParallel is many appenders to distinct streams: group commit shares each fsync
@@ -546,6 +550,7 @@ func BenchmarkAppendParallel(b *testing.B) {
 	ctx := context.Background()
 	b.SetParallelism(16)
 	b.ResetTimer()
+	cpu := processCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			e := storetest.NewEvent("bench", nil)
@@ -556,5 +561,5 @@ func BenchmarkAppendParallel(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	reportGroupCommit(b, s, b.N)
+	reportGroupCommit(b, s, b.N, cpu)
 }
