@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS subject_keys (
 // /collections) share a commit instead of queueing for SQLite's write lock one fsync each.
 type Store struct {
 	db *sql.DB
+	// Prepared once: parsing a statement costs more than running these point queries.
+	get, insert *sql.Stmt
 
 	mu     sync.RWMutex
 	closed bool
@@ -106,7 +108,20 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open key store %q: secure_delete is off (%d, %v)", path, secure, err)
 	}
-	st := &Store{db: db, creates: make(chan *createRequest, maxCreateBatch), stop: make(chan struct{}), writerDone: make(chan struct{})}
+	get, err := db.Prepare(`SELECT key_id, material FROM subject_keys WHERE subject = ?`)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open key store %q: prepare: %w", path, err)
+	}
+	// RETURNING answers the new key in the insert itself; a subject that has a row already
+	// (a key or a tombstone) returns nothing and is read after.
+	insert, err := db.Prepare(`INSERT INTO subject_keys (subject, key_id, material, created_ms)
+		VALUES (?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING RETURNING key_id, material`)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open key store %q: prepare: %w", path, err)
+	}
+	st := &Store{db: db, get: get, insert: insert, creates: make(chan *createRequest, maxCreateBatch), stop: make(chan struct{}), writerDone: make(chan struct{})}
 	go st.runWriter()
 	return st, nil
 }
@@ -122,7 +137,7 @@ func (s *Store) Close() error {
 	// No call is in flight (they hold the read lock), so nothing is queued: the writer just ends.
 	close(s.stop)
 	<-s.writerDone
-	return s.db.Close()
+	return errors.Join(s.get.Close(), s.insert.Close(), s.db.Close())
 }
 
 func (s *Store) use() (func(), error) {
@@ -147,7 +162,7 @@ func (s *Store) GetOrCreate(ctx context.Context, subject string) (eventschema.Ke
 	if subject == "" {
 		return eventschema.Key{}, errors.New("key store: empty data subject")
 	}
-	k, err := read(s.db.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
+	k, err := read(s.get.QueryRowContext(ctx, subject), subject)
 	if !errors.Is(err, eventschema.ErrKeyNotFound) {
 		return k, err
 	}
@@ -213,19 +228,7 @@ func (s *Store) createBatch(batch []*createRequest) {
 		return
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO subject_keys (subject, key_id, material, created_ms)
-		VALUES (?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING`)
-	if err != nil {
-		failAll(err)
-		return
-	}
-	defer insert.Close()
-	sel, err := tx.PrepareContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`)
-	if err != nil {
-		failAll(err)
-		return
-	}
-	defer sel.Close()
+	insert, get := tx.StmtContext(ctx, s.insert), tx.StmtContext(ctx, s.get)
 	now := time.Now().UnixMilli()
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -233,12 +236,16 @@ func (s *Store) createBatch(batch []*createRequest) {
 			outcomes[i] = createOutcome{err: fmt.Errorf("key of %s: %w", r.subject, err)}
 			continue
 		}
-		if _, err := insert.ExecContext(ctx, r.subject, r.fresh.ID(), r.fresh.Material(), now); err != nil {
+		k, err := read(insert.QueryRowContext(ctx, r.subject, r.fresh.ID(), r.fresh.Material(), now), r.subject)
+		if errors.Is(err, eventschema.ErrKeyNotFound) {
+			// Nothing inserted: a tombstone, or a key another creator inserted first, is
+			// what everyone reads.
+			k, err = read(get.QueryRowContext(ctx, r.subject), r.subject)
+		}
+		if err != nil && !errors.Is(err, eventschema.ErrSubjectErased) {
 			failAll(err)
 			return
 		}
-		// A tombstone or a key another creator inserted first is what everyone reads.
-		k, err := read(sel.QueryRowContext(ctx, r.subject), r.subject)
 		outcomes[i] = createOutcome{key: k, err: err}
 	}
 	if err := tx.Commit(); err != nil {
@@ -257,7 +264,7 @@ func (s *Store) Get(ctx context.Context, subject string) (eventschema.Key, error
 		return eventschema.Key{}, err
 	}
 	defer done()
-	return read(s.db.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
+	return read(s.get.QueryRowContext(ctx, subject), subject)
 }
 
 func read(row *sql.Row, subject string) (eventschema.Key, error) {
