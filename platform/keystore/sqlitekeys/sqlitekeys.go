@@ -57,6 +57,9 @@ type Store struct {
 	writerDone chan struct{}
 }
 
+// maxConns bounds the key store's connections: the writer's and a few readers'.
+const maxConns = 4
+
 // maxCreateBatch caps how many new keys one commit takes, so one commit's latency stays bounded
 // however deep the queue; the queue itself holds as many and then blocks its callers.
 const maxCreateBatch = 256
@@ -99,6 +102,13 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open key store %q: %w", path, err)
 	}
+	// A bounded pool, all of it kept open: every SQLite connection has a page cache of its own
+	// (up to 2 MiB) and costs a schema parse to open, and under load database/sql would
+	// otherwise open one per concurrent caller (32 were seen under 32 POSTs at once) and close
+	// all but two afterwards, again and again. Reads are point lookups of microseconds, so a
+	// few connections serve any number of callers, who queue for them.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	if _, err := db.Exec(schema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open key store %q: migrate: %w", path, err)
