@@ -56,6 +56,14 @@ const (
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
 	// how often an idle partition is polled.
 	fetchMaxWait   = 250 * time.Millisecond
+	// fetchMaxBytes bounds what one partition fetch asks for. The broker encodes a whole fetch
+	// response in memory before sending it (kfake does), once per partition reader, and a
+	// consumer behind the log gets full ones: at message.max.bytes (16 MiB) per fetch the
+	// embedded broker held 34 MiB of responses after a 30 s POST load, with room for GiBs
+	// (every projection reads every partition). A fetch still returns a record batch larger
+	// than this whole (fetch v4+ semantics, which kafka-go and kfake speak), so no event is too
+	// big to consume; 1 MiB is more than a relay batch per partition (RelayMaxBatchBytes).
+	fetchMaxBytes = 1 << 20
 	commitAttempts = 5
 	commitTimeout  = 5 * time.Second
 )
@@ -90,7 +98,7 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 		GroupID:     cfg.GroupID,
 		GroupTopics: cfg.Topics,
 		MinBytes:    1,
-		MaxBytes:    maxMessageBytes,
+		MaxBytes:    fetchMaxBytes,
 		MaxWait:     fetchMaxWait,
 		// Synchronous commits: CommitMessages returns once the broker has the offsets.
 		CommitInterval: 0,
