@@ -64,7 +64,16 @@ const (
 	// fetchMaxWait is the broker-side long-poll of each partition fetch. The broker answers
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
 	// how often an idle partition is polled.
-	fetchMaxWait   = 250 * time.Millisecond
+	fetchMaxWait = 250 * time.Millisecond
+	// fetchMaxBytes bounds what one partition fetch asks for. The broker encodes a whole fetch
+	// response in memory before sending it, and kfake keeps each connection's buffer at the
+	// largest response it ever sent; a consumer behind the log gets full ones. At
+	// message.max.bytes (16 MiB) per fetch the embedded broker held 34 MiB of them after a
+	// 30 s POST load, with room for GiBs (every projection reads every partition, ~225
+	// connections); at 1 MiB, 9 MiB. A fetch still returns a record batch larger
+	// than this whole (fetch v4+ semantics, which kafka-go and kfake speak), so no event is too
+	// big to consume; 1 MiB is more than a relay batch per partition (RelayMaxBatchBytes).
+	fetchMaxBytes  = 1 << 20
 	commitAttempts = 5
 	commitTimeout  = 5 * time.Second
 )
@@ -99,7 +108,7 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 		GroupID:     cfg.GroupID,
 		GroupTopics: cfg.Topics,
 		MinBytes:    1,
-		MaxBytes:    maxMessageBytes,
+		MaxBytes:    fetchMaxBytes,
 		MaxWait:     fetchMaxWait,
 		// Synchronous commits: CommitMessages returns once the broker has the offsets.
 		CommitInterval: 0,

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -549,4 +550,24 @@ func TestConsumeFollowing(t *testing.T) {
 	f.mu.Unlock()
 	d := consumeInBackground(t, e.Brokers(), "follower-group", nil)
 	d.waitFor(t, "every event from the start", func() bool { return len(d.handled()) >= int(next)+1 })
+}
+
+// TestConsumeEventLargerThanAFetch: a fetch is bounded (fetchMaxBytes) to bound the broker's
+// memory, yet an event bigger than the bound (up to message.max.bytes) is still consumed, with
+// the events around it.
+func TestConsumeEventLargerThanAFetch(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	big := envelope("collection-big", 0, 2)
+	big.Payload = json.RawMessage(`{"status":"IN_PROGRESS","pad":"` + strings.Repeat("x", 3*fetchMaxBytes) + `"}`)
+	publish(t, e.Brokers(),
+		toKafka(t, envelope("collection-big", 0, 1)), toKafka(t, big), toKafka(t, envelope("collection-big", 1, 3)))
+	c := consumeInBackground(t, e.Brokers(), "big-group", nil)
+	c.waitFor(t, "3 events", func() bool { return len(c.handled()) >= 3 })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := c.handled()
+	if len(got) != 3 || got[1].Position != 2 || len(got[1].Payload) != len(big.Payload) {
+		t.Fatalf("handled %d events; want 3 with the big one (%d bytes) whole in the middle", len(got), len(big.Payload))
+	}
 }

@@ -440,3 +440,52 @@ func TestRejectsBadInput(t *testing.T) {
 		t.Error("open of a malformed connection string succeeded")
 	}
 }
+
+// BenchmarkAppendParallel is many appenders to distinct streams over one client, as the command
+// role under load: gRPC multiplexes the appends on one HTTP/2 connection and the server
+// group-commits them, so ns/op should fall well below a serial append's round trip.
+func BenchmarkAppendParallel(b *testing.B) {
+	srv, err := esdbfake.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	s, err := esdb.Open(srv.ConnectionString())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e := storetest.NewEvent("bench", nil)
+			if _, err := s.Append(ctx, storetest.NewStream("collection"), eventstore.NoStream(), []eventschema.Envelope{e}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkAppendSerial is one appender: every append is a full round trip.
+func BenchmarkAppendSerial(b *testing.B) {
+	srv, err := esdbfake.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	s, err := esdb.Open(srv.ConnectionString())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		e := storetest.NewEvent("bench", nil)
+		if _, err := s.Append(ctx, storetest.NewStream("collection"), eventstore.NoStream(), []eventschema.Envelope{e}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

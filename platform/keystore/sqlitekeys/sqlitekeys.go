@@ -39,11 +39,42 @@ CREATE TABLE IF NOT EXISTS subject_keys (
 
 // Store is the SQLite key store. It is safe for concurrent use, also by several processes on
 // one file (SQLite's locks serialise the writers).
+//
+// New keys are group-committed: GetOrCreate of a subject that has no key yet hands the insert to
+// one writer goroutine, which takes every insert queued so far into one transaction and one
+// fsync, so concurrent creators (a key per collection that names no user: one per POST
+// /collections) share a commit instead of queueing for SQLite's write lock one fsync each.
 type Store struct {
 	db *sql.DB
+	// Prepared once: parsing a statement costs more than running these point queries.
+	get, insert *sql.Stmt
 
 	mu     sync.RWMutex
 	closed bool
+
+	creates    chan *createRequest
+	stop       chan struct{}
+	writerDone chan struct{}
+}
+
+// maxConns bounds the key store's connections: the writer's and a few readers'.
+const maxConns = 4
+
+// maxCreateBatch caps how many new keys one commit takes, so one commit's latency stays bounded
+// however deep the queue; the queue itself holds as many and then blocks its callers.
+const maxCreateBatch = 256
+
+type createRequest struct {
+	ctx     context.Context
+	subject string
+	fresh   eventschema.Key
+	// done has room for the one outcome, so the writer never blocks on a caller that gave up.
+	done chan createOutcome
+}
+
+type createOutcome struct {
+	key eventschema.Key
+	err error
 }
 
 var _ eventschema.Keys = (*Store)(nil)
@@ -71,6 +102,13 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open key store %q: %w", path, err)
 	}
+	// A bounded pool, all of it kept open: every SQLite connection has a page cache of its own
+	// (up to 2 MiB) and costs a schema parse to open, and under load database/sql would
+	// otherwise open one per concurrent caller (32 were seen under 32 POSTs at once) and close
+	// all but two afterwards, again and again. Reads are point lookups of microseconds, so a
+	// few connections serve any number of callers, who queue for them.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
 	if _, err := db.Exec(schema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open key store %q: migrate: %w", path, err)
@@ -80,7 +118,22 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open key store %q: secure_delete is off (%d, %v)", path, secure, err)
 	}
-	return &Store{db: db}, nil
+	get, err := db.Prepare(`SELECT key_id, material FROM subject_keys WHERE subject = ?`)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open key store %q: prepare: %w", path, err)
+	}
+	// RETURNING answers the new key in the insert itself; a subject that has a row already
+	// (a key or a tombstone) returns nothing and is read after.
+	insert, err := db.Prepare(`INSERT INTO subject_keys (subject, key_id, material, created_ms)
+		VALUES (?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING RETURNING key_id, material`)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open key store %q: prepare: %w", path, err)
+	}
+	st := &Store{db: db, get: get, insert: insert, creates: make(chan *createRequest, maxCreateBatch), stop: make(chan struct{}), writerDone: make(chan struct{})}
+	go st.runWriter()
+	return st, nil
 }
 
 // Close closes the file; later calls fail with keystore.ErrClosed.
@@ -91,7 +144,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.db.Close()
+	// No call is in flight (they hold the read lock), so nothing is queued: the writer just ends.
+	close(s.stop)
+	<-s.writerDone
+	return errors.Join(s.get.Close(), s.insert.Close(), s.db.Close())
 }
 
 func (s *Store) use() (func(), error) {
@@ -103,8 +159,10 @@ func (s *Store) use() (func(), error) {
 	return s.mu.RUnlock, nil
 }
 
-// GetOrCreate implements eventschema.Keys. The insert and the read are one write transaction,
-// so concurrent creators (also in other processes) all read the one key that was inserted.
+// GetOrCreate implements eventschema.Keys. A subject with a key (or a tombstone) is answered by
+// a read. Otherwise the writer inserts a fresh key and reads back in one write transaction, so
+// concurrent creators (also in other processes) all read the one key that was inserted; the
+// answer comes after that transaction's commit is durable.
 func (s *Store) GetOrCreate(ctx context.Context, subject string) (eventschema.Key, error) {
 	done, err := s.use()
 	if err != nil {
@@ -114,28 +172,99 @@ func (s *Store) GetOrCreate(ctx context.Context, subject string) (eventschema.Ke
 	if subject == "" {
 		return eventschema.Key{}, errors.New("key store: empty data subject")
 	}
+	k, err := read(s.get.QueryRowContext(ctx, subject), subject)
+	if !errors.Is(err, eventschema.ErrKeyNotFound) {
+		return k, err
+	}
 	fresh, err := keystore.Generate()
 	if err != nil {
 		return eventschema.Key{}, err
 	}
+	r := &createRequest{ctx: ctx, subject: subject, fresh: fresh, done: make(chan createOutcome, 1)}
+	select {
+	case s.creates <- r:
+	case <-ctx.Done():
+		return eventschema.Key{}, fmt.Errorf("key of %s: not queued: %w", subject, ctx.Err())
+	}
+	select {
+	case out := <-r.done:
+		return out.key, out.err
+	case <-ctx.Done():
+		// The writer may still commit the key; the next GetOrCreate reads it.
+		return eventschema.Key{}, fmt.Errorf("key of %s: outcome unknown: %w", subject, ctx.Err())
+	}
+}
+
+// runWriter is the only goroutine that creates keys; each round commits every insert queued so
+// far in one transaction.
+func (s *Store) runWriter() {
+	defer close(s.writerDone)
+	batch := make([]*createRequest, 0, maxCreateBatch)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case r := <-s.creates:
+			batch = append(batch[:0], r)
+		}
+	drain:
+		for len(batch) < maxCreateBatch {
+			select {
+			case r := <-s.creates:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.createBatch(batch)
+		clear(batch) // drop references to answered requests while waiting for the next ones
+	}
+}
+
+// createBatch inserts the batch's keys in one transaction and answers every caller after the
+// commit; when the transaction fails, every caller gets the error and no key was handed out.
+func (s *Store) createBatch(batch []*createRequest) {
+	// The transaction must not die with one caller's context: it carries the others' keys.
+	ctx := context.Background()
+	outcomes := make([]createOutcome, len(batch))
+	failAll := func(err error) {
+		for _, r := range batch {
+			r.done <- createOutcome{err: fmt.Errorf("key of %s: %w", r.subject, err)}
+		}
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return eventschema.Key{}, fmt.Errorf("key of %s: %w", subject, err)
+		failAll(err)
+		return
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if _, err := tx.ExecContext(ctx, `INSERT INTO subject_keys (subject, key_id, material, created_ms)
-		VALUES (?, ?, ?, ?) ON CONFLICT (subject) DO NOTHING`,
-		subject, fresh.ID(), fresh.Material(), time.Now().UnixMilli()); err != nil {
-		return eventschema.Key{}, fmt.Errorf("key of %s: %w", subject, err)
-	}
-	k, err := read(tx.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
-	if err != nil {
-		return eventschema.Key{}, err
+	insert, get := tx.StmtContext(ctx, s.insert), tx.StmtContext(ctx, s.get)
+	now := time.Now().UnixMilli()
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			// Its caller was told the outcome is unknown; not creating the key spares a row.
+			outcomes[i] = createOutcome{err: fmt.Errorf("key of %s: %w", r.subject, err)}
+			continue
+		}
+		k, err := read(insert.QueryRowContext(ctx, r.subject, r.fresh.ID(), r.fresh.Material(), now), r.subject)
+		if errors.Is(err, eventschema.ErrKeyNotFound) {
+			// Nothing inserted: a tombstone, or a key another creator inserted first, is
+			// what everyone reads.
+			k, err = read(get.QueryRowContext(ctx, r.subject), r.subject)
+		}
+		if err != nil && !errors.Is(err, eventschema.ErrSubjectErased) {
+			failAll(err)
+			return
+		}
+		outcomes[i] = createOutcome{key: k, err: err}
 	}
 	if err := tx.Commit(); err != nil {
-		return eventschema.Key{}, fmt.Errorf("key of %s: %w", subject, err)
+		failAll(err)
+		return
 	}
-	return k, nil
+	for i, r := range batch {
+		r.done <- outcomes[i]
+	}
 }
 
 // Get implements eventschema.Keys.
@@ -145,7 +274,7 @@ func (s *Store) Get(ctx context.Context, subject string) (eventschema.Key, error
 		return eventschema.Key{}, err
 	}
 	defer done()
-	return read(s.db.QueryRowContext(ctx, `SELECT key_id, material FROM subject_keys WHERE subject = ?`, subject), subject)
+	return read(s.get.QueryRowContext(ctx, subject), subject)
 }
 
 func read(row *sql.Row, subject string) (eventschema.Key, error) {
