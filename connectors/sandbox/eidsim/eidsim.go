@@ -120,6 +120,14 @@ type Simulator struct {
 
 	mu     sync.Mutex
 	orders map[string]*order
+	// pendingByPerson (non-mock orders only: they are the ones that conflict) and
+	// pendingByReference index the orders that were pending when last looked at, so that
+	// starting an order (and acting by reference) looks at a few open orders rather than every
+	// order of the last minutes; an order found no longer pending leaves them for good (an order
+	// never becomes pending again).
+	pendingByPerson    map[string]map[string]*order
+	pendingByReference map[string]map[string]*order
+	lastPurge          time.Time
 }
 
 type order struct {
@@ -141,7 +149,8 @@ func New(orderTimeout, keep time.Duration, users Users) *Simulator {
 	if users == nil {
 		users = func(pn string) User { return User{PersonalNumber: pn, GivenName: "Test", Surname: "Testsson"} }
 	}
-	return &Simulator{timeout: orderTimeout, keep: max(keep, orderTimeout), users: users, orders: map[string]*order{}}
+	return &Simulator{timeout: orderTimeout, keep: max(keep, orderTimeout), users: users, orders: map[string]*order{},
+		pendingByPerson: map[string]map[string]*order{}, pendingByReference: map[string]map[string]*order{}}
 }
 
 // Auth starts an order. A pending order for the same person aborts both, as the real provider
@@ -153,22 +162,22 @@ func (s *Simulator) Auth(req AuthRequest, now time.Time) (Order, error) {
 	defer s.mu.Unlock()
 	s.purgeLocked(now)
 	if req.PersonalNumber != "" {
-		conflict := false
-		for _, o := range s.orders {
-			if o.req.PersonalNumber != req.PersonalNumber || s.resultLocked(o, now).Status != eid.StatusPending {
-				continue
-			}
-			switch {
-			case req.Reference != "" && o.req.Reference == req.Reference:
+		// The relying party starting over withdraws its own earlier order first.
+		for _, o := range s.stillPendingLocked(s.pendingByReference, req.Reference, now) {
+			if o.req.PersonalNumber == req.PersonalNumber {
 				o.finish(eid.StatusFailed, eid.HintCancelled, now)
-			case req.Mock || o.req.Mock:
-			default:
+			}
+		}
+		// A MOCK order runs on a device of its own: it neither blocks nor is blocked.
+		if !req.Mock {
+			conflict := false
+			for _, o := range s.stillPendingLocked(s.pendingByPerson, req.PersonalNumber, now) {
 				o.finish(eid.StatusFailed, eid.HintCancelled, now)
 				conflict = true
 			}
-		}
-		if conflict {
-			return Order{}, ErrAlreadyInProgress
+			if conflict {
+				return Order{}, ErrAlreadyInProgress
+			}
 		}
 	}
 	o := &order{
@@ -177,6 +186,10 @@ func (s *Simulator) Auth(req AuthRequest, now time.Time) (Order, error) {
 		req: req, user: s.users(req.PersonalNumber),
 	}
 	s.orders[o.OrderRef] = o
+	if !req.Mock {
+		index(s.pendingByPerson, req.PersonalNumber, o)
+	}
+	index(s.pendingByReference, req.Reference, o)
 	return o.Order, nil
 }
 
@@ -250,12 +263,7 @@ func (s *Simulator) actByReference(reference string, now time.Time, act func(*or
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var pending []*order
-	for _, o := range s.orders {
-		if o.req.Reference == reference && s.resultLocked(o, now).Status == eid.StatusPending {
-			pending = append(pending, o)
-		}
-	}
+	pending := s.stillPendingLocked(s.pendingByReference, reference, now)
 	if len(pending) == 0 {
 		return CollectResult{}, ErrNoPendingOrder
 	}
@@ -271,9 +279,9 @@ func (o *order) finish(status, hint string, at time.Time) {
 	o.done, o.status, o.hintCode, o.doneAt = true, status, hint, at
 }
 
-// resultLocked computes the order's state at now: an explicit act wins if it came first, then
+// stateLocked computes the order's state at now: an explicit act wins if it came first, then
 // the user's own act after ActAfter, then expiry.
-func (s *Simulator) resultLocked(o *order, now time.Time) CollectResult {
+func (s *Simulator) stateLocked(o *order, now time.Time) CollectResult {
 	r := CollectResult{OrderRef: o.OrderRef}
 	actAt := time.Time{}
 	if o.req.ActAfter > 0 && o.user.Action != Ignore {
@@ -302,10 +310,44 @@ func (s *Simulator) resultLocked(o *order, now time.Time) CollectResult {
 			r.HintCode = eid.HintOutstandingTransaction
 		}
 	}
+	return r
+}
+
+// resultLocked is stateLocked with the completion data of a completed order.
+func (s *Simulator) resultLocked(o *order, now time.Time) CollectResult {
+	r := s.stateLocked(o, now)
 	if r.Status == eid.StatusComplete {
 		r.CompletionData = o.completion(r.At)
 	}
 	return r
+}
+
+// index adds o to idx under key ("" is not indexed).
+func index(idx map[string]map[string]*order, key string, o *order) {
+	if key == "" {
+		return
+	}
+	if idx[key] == nil {
+		idx[key] = map[string]*order{}
+	}
+	idx[key][o.OrderRef] = o
+}
+
+// stillPendingLocked returns the orders under key in idx that are pending at now, dropping the
+// others from it.
+func (s *Simulator) stillPendingLocked(idx map[string]map[string]*order, key string, now time.Time) []*order {
+	var out []*order
+	for ref, o := range idx[key] {
+		if s.stateLocked(o, now).Status == eid.StatusPending {
+			out = append(out, o)
+		} else {
+			delete(idx[key], ref)
+		}
+	}
+	if len(idx[key]) == 0 {
+		delete(idx, key)
+	}
+	return out
 }
 
 func (o *order) completion(at time.Time) *CompletionData {
@@ -321,10 +363,21 @@ func (o *order) completion(at time.Time) *CompletionData {
 	return c
 }
 
+// purgeLocked forgets the orders older than keep, looking at most once a second.
 func (s *Simulator) purgeLocked(now time.Time) {
+	if now.Sub(s.lastPurge) < time.Second && !now.Before(s.lastPurge) {
+		return
+	}
+	s.lastPurge = now
 	for ref, o := range s.orders {
 		if now.Sub(o.StartedAt) > s.keep {
 			delete(s.orders, ref)
+			if m := s.pendingByPerson[o.req.PersonalNumber]; m != nil {
+				delete(m, ref)
+			}
+			if m := s.pendingByReference[o.req.Reference]; m != nil {
+				delete(m, ref)
+			}
 		}
 	}
 }

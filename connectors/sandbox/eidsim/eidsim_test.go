@@ -278,3 +278,43 @@ func TestHTTP(t *testing.T) {
 		t.Fatalf("%d %v", code, e)
 	}
 }
+
+// BenchmarkAuthBesideManyOrders starts MOCK orders for one persona beside thousands of its
+// earlier ones, as a load run does: starting one looks at the persona's open orders only.
+func BenchmarkAuthBesideManyOrders(b *testing.B) {
+	sim := eidsim.New(30*time.Second, time.Minute, nil)
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < 5000; i++ {
+		if _, err := sim.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212", Mock: true, ActAfter: time.Second}, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sim.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212", Mock: true, ActAfter: time.Second}, now.Add(2*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A non-mock order still conflicts with the persona's pending one after thousands of mock
+// orders, and finished orders leave no conflict.
+func TestAuthConflictsAmongManyOrders(t *testing.T) {
+	sim := eidsim.New(30*time.Second, time.Minute, nil)
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < 1000; i++ {
+		if _, err := sim.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212", Mock: true, ActAfter: time.Second}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sim.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212"}, now); err != nil {
+		t.Fatalf("a first real order beside mock ones: %v", err)
+	}
+	if _, err := sim.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212"}, now.Add(time.Second)); !errors.Is(err, eidsim.ErrAlreadyInProgress) {
+		t.Fatalf("a second real order while the first is pending: %v, want ErrAlreadyInProgress", err)
+	}
+	// Both were cancelled by the conflict; the next one starts.
+	if _, err := sim.Auth(eidsim.AuthRequest{PersonalNumber: "191212121212"}, now.Add(2*time.Second)); err != nil {
+		t.Fatalf("a real order after the conflict: %v", err)
+	}
+}
