@@ -57,7 +57,7 @@ func (s *Service) startConnector(ctx context.Context) error {
 		// The slots are shared between clients in turn, with this cap per client when set; the
 		// sessions waiting for the user are parked, woken by their input-supplied events, which
 		// the consumer below hands over with the started ones.
-		MaxSessionsPerClient: s.cfg.MaxSessionsPerClient,
+		MaxSessionsPerClient: s.cfg.MaxSessionsPerClient, InputPollInterval: s.cfg.InputPoll,
 		// The user's deadlines; they are recorded with the statuses that wait, so a restarted
 		// or another worker enforces them.
 		ContactFormTimeout: s.cfg.ContactFormTimeout, InputTimeout: s.cfg.InputTimeout,

@@ -471,13 +471,16 @@ func needsClient(st LoginState) bool {
 
 // show records the status that shows the company session, when it says something new.
 func (s *session) show(ctx context.Context, c *collection.Collection, cs CompanySession) (*collection.Collection, error) {
-	to, _ := s.target(c, cs, s.w.now())
-	if c.Status() != to && !collection.CanTransition(c.Status(), to) {
+	to, _, same := s.target(c, cs, s.w.now())
+	if same || (c.Status() != to && !collection.CanTransition(c.Status(), to)) {
+		// Nothing new to show (a parked session's look at a login that did not move): no
+		// append, and no second read of the stream. The collection was read in this step; a
+		// write since is seen by the next.
 		return c, nil
 	}
 	return s.mutate(ctx, true, func(c *collection.Collection) error {
 		now := s.w.now()
-		to, d := s.target(c, cs, now)
+		to, d, _ := s.target(c, cs, now)
 		if c.Status() != to && !collection.CanTransition(c.Status(), to) {
 			return nil // the step is behind the collection (a quiet re-login at COLLECTING)
 		}

@@ -49,6 +49,10 @@ const (
 	DefaultInputTimeout           = 2 * time.Minute
 	DefaultMethodSelectionTimeout = time.Minute
 	DefaultEIDOrderTimeout        = 30 * time.Second
+	// DefaultInputPollInterval is the service's look at a login waiting for the client's input
+	// (the worker's own default is PollInterval): the input's event wakes the session at once,
+	// so the look only catches what came without one.
+	DefaultInputPollInterval = 5 * time.Second
 	// DefaultClientQueueLimit bounds the new collections of one client waiting for a slot;
 	// beyond it they wait in the event store for the sweep.
 	DefaultClientQueueLimit = 10000
