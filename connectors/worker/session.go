@@ -159,7 +159,8 @@ func (s *session) settle(ctx context.Context, c *collection.Collection) error {
 func (s *session) pollWait(c *collection.Collection, cs CompanySession) time.Duration {
 	wait := s.w.cfg.PollInterval
 	if cs.State == LoginContactFormRequired || cs.State == LoginInputRequired {
-		wait = s.w.cfg.InputPollInterval
+		// Never so long that the claim, renewed by the looks, goes stale meanwhile.
+		wait = min(s.w.cfg.InputPollInterval, s.w.cfg.StaleClaimAfter/3)
 	}
 	if d := c.Deadline(); d != nil {
 		// Wake up when the deadline passes rather than up to a poll interval later (but never

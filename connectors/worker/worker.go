@@ -5,7 +5,15 @@
 //
 // A worker is fed collection.started envelopes by a Kafka consumer (HandleBatch) and, so that
 // no collection stays non-final when an event was missed or a worker died, sweeps the
-// collections a read model lists as non-final (Run, Resume). A shutdown leaves sessions where
+// collections a read model lists as non-final (Run, Resume).
+//
+// A session runs as short steps (sched.go): a step takes one of MaxSessions slots only while it
+// works, and a session that waits (for the user's signature or input, the client, the company)
+// is parked between its looks, with no slot and no goroutine, until its timer (the next look,
+// never past its deadline) or its collection.input-supplied envelope wakes it. Its company
+// login stays in memory meanwhile; a restart takes the collection over with a new login, as
+// before. Ready steps queue per client and the clients are served in turn, so that one
+// client's burst or thousands of its waiting sessions do not delay another's new collection. A shutdown leaves sessions where
 // they are, without a final status; the same worker id claims them again after a restart and
 // another worker takes them over once the claim has gone stale.
 //
