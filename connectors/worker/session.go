@@ -75,8 +75,6 @@ type session struct {
 	begun, loggedIn bool
 	companyID       string
 	cs              CompanySession
-	// c is the collection as the last step left it.
-	c *collection.Collection
 	// park is set by a step that ends waiting: the session is parked for parkFor, then its
 	// next step looks again (resume).
 	park    bool
@@ -130,7 +128,7 @@ func (s *session) next(ctx context.Context) error {
 // resume is a parked session's step: one look at the collection and the company (poll), then
 // on to the login's next wait, or to the data once authenticated.
 func (s *session) resume(ctx context.Context) error {
-	c, cs, done, err := s.poll(ctx, s.c, s.companyID, s.cs)
+	c, cs, done, err := s.poll(ctx, s.companyID, s.cs)
 	s.cs = cs
 	if done || err != nil {
 		return err
@@ -147,7 +145,7 @@ func (s *session) settle(ctx context.Context, c *collection.Collection) error {
 		return err
 	}
 	if wait {
-		s.c, s.park, s.parkFor = c, true, s.pollWait(c, cs)
+		s.park, s.parkFor = true, s.pollWait(c, cs)
 		return nil
 	}
 	return s.collect(ctx, c, s.companyID, cs, true)
@@ -317,17 +315,15 @@ func (s *session) signIn(ctx context.Context, c *collection.Collection, companyI
 // poll is a parked session's look once its wait is over: it returns the login's next state,
 // the company's answer to forwarded input, or its state now. done means the collection ended
 // here (a deadline passed); c is then stale.
-func (s *session) poll(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession) (*collection.Collection, CompanySession, bool, error) {
+func (s *session) poll(ctx context.Context, companyID string, cs CompanySession) (*collection.Collection, CompanySession, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return c, cs, false, err
+		return nil, cs, false, err
 	}
-	c, err := s.renewClaim(ctx, c)
+	// The aggregate is read again at every poll (a parked session keeps none): the command
+	// side appends the client's input (supplement-info) to it, and another worker may have
+	// ended it.
+	c, err := s.load(ctx)
 	if err != nil {
-		return c, cs, false, err
-	}
-	// The aggregate is read again at every poll: the command side appends the client's input
-	// (supplement-info) to it, and another worker may have ended it.
-	if c, err = s.load(ctx); err != nil {
 		return c, cs, false, err
 	}
 	switch {
@@ -335,6 +331,9 @@ func (s *session) poll(ctx context.Context, c *collection.Collection, companyID 
 		return c, cs, false, errEnded
 	case c.ClaimedBy() != s.w.cfg.WorkerID:
 		return c, cs, false, errDropped
+	}
+	if c, err = s.renewClaim(ctx, c); err != nil {
+		return c, cs, false, err
 	}
 	if err := s.refuseErased(ctx); err != nil {
 		return c, cs, false, err
