@@ -47,6 +47,10 @@ type Config struct {
 	CompanyPoll      time.Duration
 	MaxSessions      int
 	SandboxLatencyMS int
+	// MaxSessionsPerClient caps the connector slots one client takes at once; 0: no cap (the
+	// clients still take turns).
+	MaxSessionsPerClient int
+	InputPoll            time.Duration
 	// Deadlines of SANDBOX.md: how long a collection waits for the user.
 	ContactFormTimeout     time.Duration
 	InputTimeout           time.Duration
@@ -138,6 +142,8 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.DurationVar(&c.ConnectorSweep, "connector-sweep", env.Duration("SAMLA_CONNECTOR_SWEEP", worker.DefaultSweepInterval), "how often a connector looks for non-final collections nobody drives [SAMLA_CONNECTOR_SWEEP]")
 	fs.DurationVar(&c.CompanyPoll, "company-poll", env.Duration("SAMLA_COMPANY_POLL", worker.DefaultPollInterval), "wait between a connector's polls of a company login [SAMLA_COMPANY_POLL]")
 	fs.IntVar(&c.MaxSessions, "max-sessions", env.Int("SAMLA_MAX_SESSIONS", worker.DefaultMaxSessions), "company sessions one connector drives at once [SAMLA_MAX_SESSIONS]")
+	fs.DurationVar(&c.InputPoll, "input-poll", env.Duration("SAMLA_INPUT_POLL", worker.DefaultInputPollInterval), "wait between a connector's looks at a login that waits for the client's input (contact form, collection input); the input's event wakes the session at once, this look catches what came without one [SAMLA_INPUT_POLL]")
+	fs.IntVar(&c.MaxSessionsPerClient, "max-sessions-per-client", env.Int("SAMLA_MAX_SESSIONS_PER_CLIENT", 0), "slots of --max-sessions one client's sessions may take at once, even while others are free; 0: no cap, the clients only take turns [SAMLA_MAX_SESSIONS_PER_CLIENT]")
 	fs.IntVar(&c.SandboxLatencyMS, "sandbox-latency-ms", env.Int("SAMLA_SANDBOX_LATENCY_MS", 20), "upper bound of the sandbox companies' simulated latency [SAMLA_SANDBOX_LATENCY_MS]")
 	fs.DurationVar(&c.ContactFormTimeout, "contact-form-timeout", env.Duration("SAMLA_CONTACT_FORM_TIMEOUT", worker.DefaultContactFormTimeout), "CONTACT_FORM_PENDING turns CONTACT_FORM after this long without input [SAMLA_CONTACT_FORM_TIMEOUT]")
 	fs.DurationVar(&c.InputTimeout, "input-timeout", env.Duration("SAMLA_INPUT_TIMEOUT", worker.DefaultInputTimeout), "COLLECTION_INPUT_PENDING turns COLLECTION_INPUT_TIMEOUT after this long [SAMLA_INPUT_TIMEOUT]")
@@ -173,6 +179,7 @@ func (c *Config) validate() error {
 	positive("stale-claim-after", c.StaleClaimAfter)
 	positive("shutdown-timeout", c.ShutdownTimeout)
 	positive("connector-sweep", c.ConnectorSweep)
+	positive("input-poll", c.InputPoll)
 	positive("company-poll", c.CompanyPoll)
 	positive("contact-form-timeout", c.ContactFormTimeout)
 	positive("input-timeout", c.InputTimeout)
@@ -204,6 +211,9 @@ func (c *Config) validate() error {
 	}
 	if c.RateLimit <= 0 || c.RateBurst < 1 {
 		errs = append(errs, fmt.Errorf("--rate-limit must be positive and --rate-burst at least 1, not %g and %d", c.RateLimit, c.RateBurst))
+	}
+	if c.MaxSessionsPerClient < 0 {
+		errs = append(errs, fmt.Errorf("--max-sessions-per-client must not be negative, not %d", c.MaxSessionsPerClient))
 	}
 	if c.AuthFailureLimit < 0 {
 		errs = append(errs, fmt.Errorf("--auth-failure-limit must not be negative, not %d", c.AuthFailureLimit))

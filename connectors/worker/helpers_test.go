@@ -155,6 +155,8 @@ type startOpts struct {
 	// pdf is the letter of a PDF_UPLOAD collection.
 	pdf []byte
 	at  time.Time
+	// client is the collection's client; "" is clientID.
+	client string
 }
 
 func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
@@ -168,8 +170,11 @@ func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
 		e.t.Fatal(err)
 	}
 	id := uuid.NewString()
+	if o.client == "" {
+		o.client = clientID
+	}
 	req := collection.StartRequest{
-		CollectionID: id, ClientID: clientID, Company: co.ForCollection(), LoginMethod: o.loginMethod,
+		CollectionID: id, ClientID: o.client, Company: co.ForCollection(), LoginMethod: o.loginMethod,
 		APIVersion: "2026-04-01", AccountOwnerName: o.accountOwnerName, RequestHash: "h",
 	}
 	if o.personalNumber != "" {
@@ -182,7 +187,7 @@ func (e *env) startWith(o startOpts) (string, eventschema.Envelope) {
 	if o.pdf != nil {
 		req.PDF = &collection.UploadedPDF{DocumentID: uuid.NewString(), FileName: "letter.pdf", Content: o.pdf}
 	}
-	meta := repository.Meta{Tenant: clientID, CorrelationID: "req-" + id, Actor: "client:" + clientID}
+	meta := repository.Meta{Tenant: o.client, CorrelationID: "req-" + id, Actor: "client:" + o.client}
 	if _, _, err := e.repo.Update(ctx, id, meta, func(c *collection.Collection) error { return c.Start(req, o.at) }, repository.NewID()); err != nil {
 		e.t.Fatal(err)
 	}

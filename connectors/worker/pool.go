@@ -194,6 +194,12 @@ func (p *pool) isStopped() bool {
 // ctx ends or the pool stops; then it calls stop (the worker's Stop, which may release more than
 // the pool) and waits for the sweep to return.
 func (p *pool) run(ctx context.Context, interval time.Duration, sweep func(context.Context), stop func()) {
+	runSweeps(ctx, p.ctx, interval, sweep, stop)
+}
+
+// runSweeps is the loop of pool.run and scheduler.run: sweep at once and every interval until
+// ctx or the lifetime ends, then stop, then wait for the sweep to return.
+func runSweeps(ctx, lifetime context.Context, interval time.Duration, sweep func(context.Context), stop func()) {
 	sweeping := make(chan struct{})
 	go func() {
 		defer close(sweeping)
@@ -207,7 +213,7 @@ func (p *pool) run(ctx context.Context, interval time.Duration, sweep func(conte
 			select {
 			case <-ctx.Done():
 				return
-			case <-p.ctx.Done():
+			case <-lifetime.Done():
 				return
 			case <-t.C:
 			}
@@ -215,7 +221,7 @@ func (p *pool) run(ctx context.Context, interval time.Duration, sweep func(conte
 	}()
 	select {
 	case <-ctx.Done():
-	case <-p.ctx.Done():
+	case <-lifetime.Done():
 	}
 	stop()
 	<-sweeping

@@ -67,19 +67,37 @@ type session struct {
 	notice string
 	// psd2 is set when the company serves PSD2 products under consents (company.Consents).
 	psd2 bool
+
+	// The company login the session follows, kept in memory between its steps while it is
+	// parked (only here: a restart or another worker takes the collection over with a new
+	// login). begun: the first step ran; loggedIn: companyID and cs are a login started here,
+	// which the session ends at the company when it ends.
+	begun, loggedIn bool
+	companyID       string
+	cs              CompanySession
+	// park is set by a step that ends waiting: the session is parked for parkFor, then its
+	// next step looks again (resume).
+	park    bool
+	parkFor time.Duration
 }
 
-func (w *Worker) runSession(id, causation string) {
+// runStep runs one step of the session and tells the scheduler whether to park it. A session
+// that does not park has ended (its outcome recorded, or left for a later sweep or restart);
+// its company login is ended with it.
+func (w *Worker) runStep(ctx context.Context, s *session) stepResult {
 	if m := w.cfg.Metrics; m != nil {
 		m.ConnectorSessions.Inc()
 		defer m.ConnectorSessions.Dec()
 	}
-	s := &session{w: w, id: id, causation: causation, log: w.log.With("collection", id)}
-	err := s.run(w.pool.ctx)
+	err := s.next(ctx)
+	if err == nil && s.park {
+		return stepResult{park: true, wait: s.parkFor, client: s.tenant}
+	}
+	defer s.endLogin(ctx)
 	var se *storeError
 	switch {
 	case err == nil, errors.Is(err, errEnded):
-	case w.pool.ctx.Err() != nil:
+	case ctx.Err() != nil:
 		s.log.Info("session paused by shutdown; a restart resumes it")
 	case errors.Is(err, errDropped):
 		s.log.Debug("collection is another worker's; left alone")
@@ -89,9 +107,72 @@ func (w *Worker) runSession(id, causation string) {
 		// Nothing outside can fix this session: end the collection rather than leave the
 		// client polling until the deadline.
 		s.log.Error("session failed", "error", err)
-		if ferr := s.finish(w.pool.ctx, collection.StatusFailed, nil); ferr != nil && !errors.Is(ferr, errEnded) && !errors.Is(ferr, errDropped) {
+		if ferr := s.finish(ctx, collection.StatusFailed, nil); ferr != nil && !errors.Is(ferr, errEnded) && !errors.Is(ferr, errDropped) {
 			s.log.Error("recording FAILED failed", "error", ferr)
 		}
+	}
+	return stepResult{}
+}
+
+// next runs the session's next step: the first drives the collection from where it is stored
+// (claim, the login's start) until it must wait; every later one looks again after the wait.
+func (s *session) next(ctx context.Context) error {
+	s.park = false
+	if !s.begun {
+		s.begun = true
+		return s.run(ctx)
+	}
+	return s.resume(ctx)
+}
+
+// resume is a parked session's step: one look at the collection and the company (poll), then
+// on to the login's next wait, or to the data once authenticated.
+func (s *session) resume(ctx context.Context) error {
+	c, cs, done, err := s.poll(ctx, s.companyID, s.cs)
+	s.cs = cs
+	if done || err != nil {
+		return err
+	}
+	return s.settle(ctx, c)
+}
+
+// settle follows the login from s.cs as far as it goes without waiting: it parks the session
+// (s.park) when the login must wait, or collects the data once authenticated.
+func (s *session) settle(ctx context.Context, c *collection.Collection) error {
+	c, cs, wait, err := s.signIn(ctx, c, s.companyID, s.cs)
+	s.cs = cs
+	if err != nil || c == nil {
+		return err
+	}
+	if wait {
+		s.park, s.parkFor = true, s.pollWait(c, cs)
+		return nil
+	}
+	return s.collect(ctx, c, s.companyID, cs, true)
+}
+
+// pollWait is how long a session parks before its next look: the poll interval (the input poll
+// interval while the login waits for the client's input, whose event wakes it sooner), never
+// past the deadline.
+func (s *session) pollWait(c *collection.Collection, cs CompanySession) time.Duration {
+	wait := s.w.cfg.PollInterval
+	if cs.State == LoginContactFormRequired || cs.State == LoginInputRequired {
+		// Never so long that the claim, renewed by the looks, goes stale meanwhile.
+		wait = min(s.w.cfg.InputPollInterval, s.w.cfg.StaleClaimAfter/3)
+	}
+	if d := c.Deadline(); d != nil {
+		// Wake up when the deadline passes rather than up to a poll interval later (but never
+		// spin on a deadline that passed while the company moved on).
+		wait = min(wait, max(d.DueAt.Sub(s.w.now())+time.Millisecond, 5*time.Millisecond))
+	}
+	return wait
+}
+
+// endLogin logs out at the company once the session has ended, when it started a login.
+func (s *session) endLogin(ctx context.Context) {
+	if s.loggedIn {
+		s.loggedIn = false
+		s.endCompanySession(ctx, s.companyID, &s.cs)
 	}
 }
 
@@ -175,13 +256,9 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	if err != nil {
 		return s.companyFailed(ctx, err)
 	}
-	defer s.endCompanySession(ctx, co.ID, &cs)
-
-	c, cs, err = s.signIn(ctx, c, co.ID, cs)
-	if err != nil || c == nil {
-		return err
-	}
-	return s.collect(ctx, c, co.ID, cs, true)
+	// The login outlives this step when the session parks; the session's end logs it out.
+	s.companyID, s.cs, s.loggedIn = co.ID, cs, true
+	return s.settle(ctx, c)
 }
 
 // takeOver notes what the collection waited for when this session took it: the deadlines of
@@ -197,67 +274,56 @@ func (s *session) takeOver(c *collection.Collection) {
 	}
 }
 
-// signIn follows the company login until it is authenticated, showing each step on the
-// collection and forwarding what the client supplies. It returns a nil collection once the
-// collection has ended (the outcome is recorded).
-func (s *session) signIn(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession) (*collection.Collection, CompanySession, error) {
+// signIn follows the company login as far as it goes without waiting, showing each step on
+// the collection and forwarding input supplied before a takeover. It returns wait once the
+// login must wait for the user, the client or the company (the session parks, then polls), the
+// authenticated login otherwise, and a nil collection once the collection has ended (the
+// outcome is recorded).
+func (s *session) signIn(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession) (_ *collection.Collection, _ CompanySession, wait bool, _ error) {
 	for {
 		switch cs.State {
 		case LoginAuthenticated:
-			return c, cs, nil
+			return c, cs, false, nil
 		case LoginFailed:
-			return nil, cs, s.finish(ctx, cs.Outcome, fmt.Errorf("company login failed (%s)", cs.FailureReason))
+			return nil, cs, false, s.finish(ctx, cs.Outcome, fmt.Errorf("company login failed (%s)", cs.FailureReason))
 		}
 		if c.Status() == collection.StatusCollecting && needsClient(cs.State) {
 			// A quiet re-login cannot show the client anything (COLLECTING cannot go back).
-			return nil, cs, s.finish(ctx, collection.StatusFailed, fmt.Errorf("the re-login at COLLECTING needs the user (%s)", cs.State))
+			return nil, cs, false, s.finish(ctx, collection.StatusFailed, fmt.Errorf("the re-login at COLLECTING needs the user (%s)", cs.State))
 		}
 		if next, ok, err := s.forwardCarried(ctx, companyID, cs); err != nil {
-			return nil, cs, s.companyFailed(ctx, err)
+			return nil, cs, false, s.companyFailed(ctx, err)
 		} else if ok {
 			cs = next
 			continue
 		}
 		var err error
 		if c, err = s.show(ctx, c, cs); err != nil {
-			return nil, cs, err
+			return nil, cs, false, err
 		}
 		if in := c.SuppliedInput(); in != nil && !s.forwarded.IsZero() && in.SuppliedAt.Equal(s.forwarded) {
 			// The company took the input and asks the very same again: the aggregate would
 			// hold the old input and refuse new input until the deadline, so reopen it.
 			if c, err = s.reopen(ctx, "The company needs the input again."); err != nil {
-				return nil, cs, err
+				return nil, cs, false, err
 			}
 		}
-
-		var done bool
-		c, cs, done, err = s.poll(ctx, c, companyID, cs)
-		if done || err != nil {
-			return nil, cs, err
-		}
+		return c, cs, true, nil
 	}
 }
 
-// poll waits for one poll interval and returns the login's next state: the company's answer
-// to forwarded input, or its state at the next poll. done means the collection ended here
-// (a deadline passed); c is then stale.
-func (s *session) poll(ctx context.Context, c *collection.Collection, companyID string, cs CompanySession) (*collection.Collection, CompanySession, bool, error) {
-	wait := s.w.cfg.PollInterval
-	if d := c.Deadline(); d != nil {
-		// Wake up when the deadline passes rather than up to a poll interval later (but never
-		// spin on a deadline that passed while the company moved on).
-		wait = min(wait, max(d.DueAt.Sub(s.w.now())+time.Millisecond, 5*time.Millisecond))
+// poll is a parked session's look once its wait is over: it returns the login's next state,
+// the company's answer to forwarded input, or its state now. done means the collection ended
+// here (a deadline passed); c is then stale.
+func (s *session) poll(ctx context.Context, companyID string, cs CompanySession) (*collection.Collection, CompanySession, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, cs, false, err
 	}
-	if err := retry.Sleep(ctx, wait); err != nil {
-		return c, cs, false, err
-	}
-	c, err := s.renewClaim(ctx, c)
+	// The aggregate is read again at every poll (a parked session keeps none): the command
+	// side appends the client's input (supplement-info) to it, and another worker may have
+	// ended it.
+	c, err := s.load(ctx)
 	if err != nil {
-		return c, cs, false, err
-	}
-	// The aggregate is read again at every poll: the command side appends the client's input
-	// (supplement-info) to it, and another worker may have ended it.
-	if c, err = s.load(ctx); err != nil {
 		return c, cs, false, err
 	}
 	switch {
@@ -265,6 +331,9 @@ func (s *session) poll(ctx context.Context, c *collection.Collection, companyID 
 		return c, cs, false, errEnded
 	case c.ClaimedBy() != s.w.cfg.WorkerID:
 		return c, cs, false, errDropped
+	}
+	if c, err = s.renewClaim(ctx, c); err != nil {
+		return c, cs, false, err
 	}
 	if err := s.refuseErased(ctx); err != nil {
 		return c, cs, false, err
@@ -402,13 +471,16 @@ func needsClient(st LoginState) bool {
 
 // show records the status that shows the company session, when it says something new.
 func (s *session) show(ctx context.Context, c *collection.Collection, cs CompanySession) (*collection.Collection, error) {
-	to, _ := s.target(c, cs, s.w.now())
-	if c.Status() != to && !collection.CanTransition(c.Status(), to) {
+	to, _, same := s.target(c, cs, s.w.now())
+	if same || (c.Status() != to && !collection.CanTransition(c.Status(), to)) {
+		// Nothing new to show (a parked session's look at a login that did not move): no
+		// append, and no second read of the stream. The collection was read in this step; a
+		// write since is seen by the next.
 		return c, nil
 	}
 	return s.mutate(ctx, true, func(c *collection.Collection) error {
 		now := s.w.now()
-		to, d := s.target(c, cs, now)
+		to, d, _ := s.target(c, cs, now)
 		if c.Status() != to && !collection.CanTransition(c.Status(), to) {
 			return nil // the step is behind the collection (a quiet re-login at COLLECTING)
 		}

@@ -69,11 +69,11 @@ func statusOf(st LoginState) collection.Status {
 // target decides the status and details that show the company session cs on the collection
 // as it is now. Details that mean the same as the current status's are returned exactly as
 // recorded, so that polling a company that did not move records nothing, and a deadline once
-// set stays where it is (it is never pushed back by a later poll).
-func (s *session) target(c *collection.Collection, cs CompanySession, now time.Time) (collection.Status, collection.StatusDetails) {
+// set stays where it is (it is never pushed back by a later poll); same reports that case.
+func (s *session) target(c *collection.Collection, cs CompanySession, now time.Time) (_ collection.Status, _ collection.StatusDetails, same bool) {
 	to := statusOf(cs.State)
 	cur := c.Current()
-	same := c.Status() == to && cur.To == to
+	same = c.Status() == to && cur.To == to
 	d := collection.StatusDetails{}
 	switch cs.State {
 	case LoginPending:
@@ -100,12 +100,12 @@ func (s *session) target(c *collection.Collection, cs CompanySession, now time.T
 	}
 	kind := deadlineKind(cs.State)
 	if same && sameMeaning(cur, d, kind) {
-		return to, cur.Details()
+		return to, cur.Details(), true
 	}
 	if kind != "" {
 		d.Deadline = s.deadlineFor(c, to, kind, d, now)
 	}
-	return to, d
+	return to, d, false
 }
 
 // deadlineFor places the deadline of a waiting status. A status that already waits under the

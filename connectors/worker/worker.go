@@ -5,7 +5,15 @@
 //
 // A worker is fed collection.started envelopes by a Kafka consumer (HandleBatch) and, so that
 // no collection stays non-final when an event was missed or a worker died, sweeps the
-// collections a read model lists as non-final (Run, Resume). A shutdown leaves sessions where
+// collections a read model lists as non-final (Run, Resume).
+//
+// A session runs as short steps (sched.go): a step takes one of MaxSessions slots only while it
+// works, and a session that waits (for the user's signature or input, the client, the company)
+// is parked between its looks, with no slot and no goroutine, until its timer (the next look,
+// never past its deadline) or its collection.input-supplied envelope wakes it. Its company
+// login stays in memory meanwhile; a restart takes the collection over with a new login, as
+// before. Ready steps queue per client and the clients are served in turn, so that one
+// client's burst or thousands of its waiting sessions do not delay another's new collection. A shutdown leaves sessions where
 // they are, without a final status; the same worker id claims them again after a restart and
 // another worker takes them over once the claim has gone stale.
 //
@@ -29,7 +37,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/samla/samla/domain/collection"
@@ -50,6 +57,13 @@ const (
 	DefaultInputTimeout           = 2 * time.Minute
 	DefaultMethodSelectionTimeout = time.Minute
 	DefaultEIDOrderTimeout        = 30 * time.Second
+	// DefaultInputPollInterval is the service's look at a login waiting for the client's input
+	// (the worker's own default is PollInterval): the input's event wakes the session at once,
+	// so the look only catches what came without one.
+	DefaultInputPollInterval = 5 * time.Second
+	// DefaultClientQueueLimit bounds the new collections of one client waiting for a slot;
+	// beyond it they wait in the event store for the sweep.
+	DefaultClientQueueLimit = 10000
 )
 
 // Config configures a Worker. Zero durations and limits take the Default* values.
@@ -81,11 +95,23 @@ type Config struct {
 	// StaleClaimAfter is how long another worker's claim blocks this one after that worker's
 	// last event. A live session renews its claim at half this period.
 	StaleClaimAfter time.Duration
-	// MaxSessions bounds the company sessions this worker drives at once; HandleBatch and
-	// sweeps wait for a free slot.
+	// MaxSessions bounds the steps this worker runs at once (its slots). A step is the work
+	// of a session between two waits; a session waiting for the user, the client or the company
+	// is parked and takes no slot (see scheduler).
 	MaxSessions int
-	// PollInterval is the wait between polls of a company login.
+	// MaxSessionsPerClient, when positive, caps the slots one client's sessions take at once,
+	// even while others are free; 0 leaves only the round robin between clients.
+	MaxSessionsPerClient int
+	// ClientQueueLimit bounds the new collections of one client waiting for a slot here; one
+	// beyond it is left to the sweep, which finds it in the event store.
+	ClientQueueLimit int
+	// PollInterval is the wait between looks at a company login.
 	PollInterval time.Duration
+	// InputPollInterval is the wait between looks at a login that waits for the client's input
+	// (contact form, collection input), whose supplement-info event wakes the session at once;
+	// the look also catches input that arrives without the event. 0 is PollInterval. The
+	// deadline always wakes the session in time.
+	InputPollInterval time.Duration
 	// SweepInterval is the period of the non-final sweep.
 	SweepInterval time.Duration
 	// SweepLimit caps the collections one sweep looks at.
@@ -118,9 +144,9 @@ type Worker struct {
 	cfg Config
 	log *slog.Logger
 
-	// mu guards pool's state; pool holds the sessions (their lifetime, slots and ids).
-	mu   sync.Mutex
-	pool *pool
+	// sched runs the sessions' steps, parks the waiting ones and shares the slots between
+	// clients.
+	sched *scheduler
 }
 
 // ErrStopped is returned by HandleBatch and Resume once the worker has stopped, so that a
@@ -161,41 +187,69 @@ func New(cfg Config) *Worker {
 	if cfg.SweepLimit <= 0 {
 		cfg.SweepLimit = DefaultSweepLimit
 	}
+	if cfg.ClientQueueLimit <= 0 {
+		cfg.ClientQueueLimit = DefaultClientQueueLimit
+	}
+	def(&cfg.InputPollInterval, cfg.PollInterval)
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID)}
-	w.pool = newPool(&w.mu, cfg.MaxSessions, false)
+	var observe func(active, queued, parked int)
+	if m := cfg.Metrics; m != nil {
+		observe = func(_, queued, parked int) {
+			m.ConnectorQueued.Set(float64(queued))
+			m.ConnectorParked.Set(float64(parked))
+		}
+	}
+	w.sched = newScheduler(cfg.MaxSessions, cfg.MaxSessionsPerClient, cfg.ClientQueueLimit, observe)
 	return w
 }
 
-// HandleBatch starts a session for every collection.started envelope whose collection has no
-// session here yet; other envelopes are ignored. It returns once the sessions are started, not
-// finished; it waits while MaxSessions sessions run. It fails only when ctx ends or the worker
+// HandleBatch queues a session for every collection.started envelope whose collection has no
+// session here yet, in its client's queue, and wakes the parked session of every
+// collection.input-supplied envelope (the client's input continues it); other envelopes are
+// ignored. It returns at once, without waiting for a slot. It fails only when the worker
 // stopped, so that the consumer redelivers the batch.
 func (w *Worker) HandleBatch(ctx context.Context, batch []eventschema.Envelope) error {
+	left := map[string]int{} // by client: new collections a full queue left to the sweep
+	defer func() {
+		for client, n := range left {
+			w.log.Warn("client's queue full; new collections left for the sweep", "client", client, "collections", n)
+		}
+	}()
 	for _, env := range batch {
-		if env.Type != collection.EventStarted {
+		if env.Type != collection.EventStarted && env.Type != collection.EventInputSupplied {
 			continue
 		}
 		id, ok := strings.CutPrefix(env.Stream, collection.StreamPrefix)
 		if !ok || id == "" {
-			w.log.Warn("collection.started on an unexpected stream; skipped", "stream", env.Stream, "event", env.EventID)
+			w.log.Warn("collection event on an unexpected stream; skipped", "type", env.Type, "stream", env.Stream, "event", env.EventID)
 			continue
 		}
-		if err := w.start(ctx, id, env.EventID); err != nil {
+		if env.Type == collection.EventInputSupplied {
+			w.sched.wake(id)
+			continue
+		}
+		accepted, err := w.start(id, env.Tenant, env.EventID)
+		if err != nil {
 			return err
 		}
+		if !accepted {
+			left[env.Tenant]++
+		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // Resume re-drives collections, e.g. the non-final ones after a restart. A collection that is
 // final, or claimed by another live worker, is left alone by its session at once.
 func (w *Worker) Resume(ctx context.Context, ids []string) error {
 	for _, id := range ids {
-		if err := w.start(ctx, id, ""); err != nil {
+		// The client is not known before the session's first look; until then the id queues
+		// with the others of unknown client (a sweep's), served in turn like a client.
+		if _, err := w.start(id, "", ""); err != nil {
 			return err
 		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // Run sweeps the non-final collections at start and every SweepInterval (when Active is
@@ -206,18 +260,40 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Active != nil {
 		sweep = w.sweep
 	}
-	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
+	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
 }
 
-// Stop cancels every session and waits until they have returned. It is idempotent.
-func (w *Worker) Stop() { w.pool.stop() }
+// Stop cancels every running step and waits until they have returned, and forgets the parked
+// and queued sessions (a restart resumes them from their events). It is idempotent.
+func (w *Worker) Stop() {
+	if parked := w.sched.stop(); parked > 0 {
+		w.log.Info("every parked session paused by shutdown; a restart resumes them", "sessions", parked)
+	}
+}
 
-// Running reports how many sessions this worker drives now.
-func (w *Worker) Running() int { return w.pool.active() }
+// Running reports how many sessions run a step now, i.e. the slots taken.
+func (w *Worker) Running() int {
+	active, _, _ := w.sched.counts()
+	return active
+}
 
-func (w *Worker) start(ctx context.Context, id, causation string) error {
-	return w.pool.start(ctx, id, func() { w.runSession(id, causation) })
+// Parked reports how many sessions wait here without a slot (for the user, the client's input
+// or the company's next state).
+func (w *Worker) Parked() int {
+	_, _, parked := w.sched.counts()
+	return parked
+}
+
+// start submits id's session to its client's queue; accepted is false when that queue is full.
+func (w *Worker) start(id, client, causation string) (accepted bool, err error) {
+	var s *session
+	return w.sched.submit(id, client, func(ctx context.Context) stepResult {
+		if s == nil {
+			s = &session{w: w, id: id, causation: causation, log: w.log.With("collection", id)}
+		}
+		return w.runStep(ctx, s)
+	})
 }
 
 func (w *Worker) sweep(ctx context.Context) {

@@ -47,6 +47,11 @@ type Metrics struct {
 	// StatusReadFallbacks counts the status polls answered from the event store because the
 	// read model did not show the collection yet (read-your-writes), by outcome (found, absent).
 	StatusReadFallbacks *prometheus.CounterVec // outcome
+	// ConnectorParked are the collection sessions waiting without a worker slot (for the user,
+	// the client's input or the company's next state); ConnectorQueued those ready for a step
+	// and waiting for a slot. Plain gauges: a client id is no label anywhere.
+	ConnectorParked prometheus.Gauge
+	ConnectorQueued prometheus.Gauge
 
 	reg prometheus.Registerer
 }
@@ -87,7 +92,15 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "samla_connector_outcomes_total", Help: "Collections ended by company and final status.",
 		}, []string{"company", "status"}),
 		ConnectorSessions: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "samla_connector_active_sessions", Help: "Company sessions this worker is driving.",
+			Name: "samla_connector_active_sessions", Help: "Connector sessions running a step now (worker slots taken); parked ones are not counted.",
+		}),
+		ConnectorParked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_connector_parked_sessions",
+			Help: "Collection sessions waiting for the user, the client or the company without a worker slot.",
+		}),
+		ConnectorQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_connector_queued_sessions",
+			Help: "Collection sessions ready for their next step, waiting for a worker slot.",
 		}),
 		ConsentOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "samla_connector_consent_outcomes_total",
@@ -142,7 +155,8 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
-		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls)
+		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls,
+		m.ConnectorParked, m.ConnectorQueued)
 	return m
 }
 

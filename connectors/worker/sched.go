@@ -1,0 +1,312 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// scheduler runs the collection worker's sessions as short steps. A step holds one of at most
+// maxActive slots only while it works (a claim, a call to the company, an append); a session
+// that then waits (for the user, the client's input, the company's next state) is parked: it
+// holds no slot and no goroutine, only its entry and a timer, and is queued again when the
+// timer fires (its next look, never later than its deadline) or when wake is called (the
+// event that continues it arrived).
+//
+// Steps ready to run wait in one FIFO queue per client, and the queues are served in turn (round
+// robin), optionally with at most perClient slots per client: one client's burst, or its
+// thousands of parked sessions waking, cannot delay another client's new collection by more
+// than one slot turnover.
+//
+// Memory is bounded by the sessions themselves: a parked or queued session is one entry, and
+// the new ids a client may have waiting are at most queueLimit; a new id refused by a full
+// queue is not lost, since the event store still lists it non-final and the sweep submits it
+// again.
+type scheduler struct {
+	// ctx is the lifetime of every step; stop cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	maxActive, perClient, queueLimit int
+	// observe, when set, is told the counts after every change (under mu: keep it cheap).
+	observe func(active, queued, parked int)
+
+	mu      sync.Mutex
+	entries map[string]*schedEntry // every id with a session here: queued, active or parked
+	clients map[string]*clientQueue
+	// ring are the clients with queued steps, in the order they are served.
+	ring    []*clientQueue
+	active  int
+	queued  int
+	parked  int
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+type entryState uint8
+
+const (
+	entryQueued entryState = iota
+	entryActive
+	entryParked
+)
+
+// stepResult is what a step tells the scheduler: park the session for wait (its next look),
+// or drop it (it ended, or was left for a later sweep). client, when set, is the session's
+// client as the step found it, which a session submitted without one (by a sweep) learns.
+type stepResult struct {
+	park   bool
+	wait   time.Duration
+	client string
+}
+
+// schedEntry is one session known to the scheduler.
+type schedEntry struct {
+	id, client string
+	state      entryState
+	// fresh: queued and never run, so counted against its client's queueLimit.
+	fresh bool
+	// again: woken while its step ran; it is queued again at once instead of parked.
+	again bool
+	timer *time.Timer
+	step  func(context.Context) stepResult
+}
+
+// clientQueue is one client's queued steps and active slots.
+type clientQueue struct {
+	client string
+	queue  []*schedEntry
+	head   int
+	fresh  int // fresh entries queued
+	active int
+	inRing bool
+}
+
+func (q *clientQueue) len() int { return len(q.queue) - q.head }
+
+func (q *clientQueue) push(e *schedEntry) { q.queue = append(q.queue, e) }
+
+func (q *clientQueue) pop() *schedEntry {
+	e := q.queue[q.head]
+	q.queue[q.head] = nil
+	q.head++
+	switch {
+	case q.head == len(q.queue):
+		q.queue, q.head = q.queue[:0], 0
+	case q.head > 64 && q.head*2 > len(q.queue):
+		// Reclaim the consumed front so that a long-lived busy queue does not grow.
+		n := copy(q.queue, q.queue[q.head:])
+		clear(q.queue[n:])
+		q.queue, q.head = q.queue[:n], 0
+	}
+	return e
+}
+
+func newScheduler(maxActive, perClient, queueLimit int, observe func(active, queued, parked int)) *scheduler {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &scheduler{ctx: ctx, cancel: cancel, maxActive: maxActive, perClient: perClient, queueLimit: queueLimit,
+		observe: observe, entries: map[string]*schedEntry{}, clients: map[string]*clientQueue{}}
+}
+
+// submit queues the first step of a session for id unless id has a session here already
+// (queued, running or parked: it goes on as it is). accepted is false when client's queue of
+// new ids is full: the id is left to the sweep. It returns ErrStopped once stopped.
+func (s *scheduler) submit(id, client string, first func(context.Context) stepResult) (accepted bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false, ErrStopped
+	}
+	if _, ok := s.entries[id]; ok {
+		return true, nil
+	}
+	q := s.client(client)
+	if s.queueLimit > 0 && q.fresh >= s.queueLimit {
+		s.dropIfIdle(q)
+		return false, nil
+	}
+	e := &schedEntry{id: id, client: client, step: first, fresh: true}
+	s.entries[id] = e
+	q.fresh++
+	s.enqueue(q, e)
+	s.dispatch()
+	return true, nil
+}
+
+// wake queues a parked session's next step now, ahead of its timer; a session whose step runs
+// is queued again as soon as that step parks it. Unknown and queued ids are left as they are.
+func (s *scheduler) wake(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[id]
+	if !ok || s.stopped {
+		return
+	}
+	switch e.state {
+	case entryActive:
+		e.again = true
+	case entryParked:
+		e.timer.Stop()
+		s.unpark(e)
+		s.dispatch()
+	}
+}
+
+// fire is a parked entry's timer.
+func (s *scheduler) fire(e *schedEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || e.state != entryParked || s.entries[e.id] != e {
+		return // woken before, or stopped
+	}
+	s.unpark(e)
+	s.dispatch()
+}
+
+func (s *scheduler) unpark(e *schedEntry) {
+	e.timer = nil
+	s.parked--
+	s.enqueue(s.client(e.client), e)
+}
+
+// client is q for client, created when missing; mu is held.
+func (s *scheduler) client(client string) *clientQueue {
+	q, ok := s.clients[client]
+	if !ok {
+		q = &clientQueue{client: client}
+		s.clients[client] = q
+	}
+	return q
+}
+
+// dropIfIdle forgets a client with nothing queued and nothing running, so that the clients map
+// holds only clients with work here; mu is held.
+func (s *scheduler) dropIfIdle(q *clientQueue) {
+	if q.len() == 0 && q.active == 0 && !q.inRing {
+		delete(s.clients, q.client)
+	}
+}
+
+func (s *scheduler) enqueue(q *clientQueue, e *schedEntry) {
+	e.state = entryQueued
+	q.push(e)
+	s.queued++
+	if !q.inRing {
+		q.inRing = true
+		s.ring = append(s.ring, q)
+	}
+	s.changed()
+}
+
+// dispatch starts queued steps while slots are free, one per client in turn; mu is held.
+func (s *scheduler) dispatch() {
+	for s.active < s.maxActive && len(s.ring) > 0 {
+		started := false
+		for n := len(s.ring); n > 0 && s.active < s.maxActive; n-- {
+			q := s.ring[0]
+			s.ring[0] = nil
+			s.ring = s.ring[1:]
+			if s.perClient > 0 && q.active >= s.perClient {
+				s.ring = append(s.ring, q) // at its cap: its turn passes
+				continue
+			}
+			e := q.pop()
+			if q.len() > 0 {
+				s.ring = append(s.ring, q)
+			} else {
+				q.inRing = false
+			}
+			s.start(q, e)
+			started = true
+		}
+		if !started {
+			return // every client with queued steps is at its cap
+		}
+	}
+}
+
+func (s *scheduler) start(q *clientQueue, e *schedEntry) {
+	if e.fresh {
+		e.fresh = false
+		q.fresh--
+	}
+	e.state = entryActive
+	s.queued--
+	s.active++
+	q.active++
+	s.changed()
+	s.wg.Add(1)
+	go s.run(q, e)
+}
+
+func (s *scheduler) run(q *clientQueue, e *schedEntry) {
+	defer s.wg.Done()
+	r := e.step(s.ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	q.active--
+	switch {
+	case !r.park || s.stopped:
+		delete(s.entries, e.id)
+		s.dropIfIdle(q)
+	default:
+		if r.client != "" && r.client != e.client {
+			// Submitted by a sweep without its client: from now on it queues as its client's.
+			s.dropIfIdle(q)
+			e.client = r.client
+		}
+		if e.again {
+			e.again = false
+			s.enqueue(s.client(e.client), e)
+			break
+		}
+		e.state = entryParked
+		s.parked++
+		e.timer = time.AfterFunc(r.wait, func() { s.fire(e) })
+	}
+	s.changed()
+	s.dispatch()
+}
+
+func (s *scheduler) changed() {
+	if s.observe != nil {
+		s.observe(s.active, s.queued, s.parked)
+	}
+}
+
+// counts reports the steps running (slots taken), queued and the sessions parked.
+func (s *scheduler) counts() (active, queued, parked int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active, s.queued, s.parked
+}
+
+// stop drops every queued and parked session (a restart resumes them from the event store),
+// cancels the running steps and waits for them. It returns how many were parked. Idempotent.
+func (s *scheduler) stop() (parked int) {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		parked = s.parked
+		for id, e := range s.entries {
+			if e.state == entryActive {
+				continue // its run removes it
+			}
+			if e.timer != nil {
+				e.timer.Stop()
+			}
+			delete(s.entries, id)
+		}
+		for _, q := range s.ring {
+			q.queue, q.head, q.fresh, q.inRing = nil, 0, 0, false
+		}
+		s.ring = nil
+		s.queued, s.parked = 0, 0
+		s.changed()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return parked
+}
