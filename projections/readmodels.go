@@ -44,10 +44,15 @@ type ReadModels struct {
 	// rebuild leaves it unset: replayed history is not new activity.
 	Metrics *metrics.Metrics
 
-	reg     *eventschema.Registry
-	keys    eventschema.Keys // seals and opens personal data (crypto-shredding)
-	closers []func() error
-	closed  bool
+	reg  *eventschema.Registry
+	keys eventschema.Keys // seals and opens personal data (crypto-shredding)
+	// Where the models live, for a rebuild to build new ones beside them: the data dir of the
+	// SQLite models, or the DSN and connection of the ClickHouse ones.
+	dataDir       string
+	clickhouseDSN string
+	conn          driver.Conn
+	closers       []func() error
+	closed        bool
 }
 
 // SQLiteDir is where OpenSQLiteReadModels keeps its files under the data directory.
@@ -57,8 +62,23 @@ const SQLiteDir = "readmodels"
 // dataDir/readmodels. Each read model has its own database file, so that the projectors
 // never wait for each other's write lock and each model can be deleted and rebuilt alone.
 // sealKeys opens the events' personal data and seals what the read models keep of it.
+//
+// A rebuild that was killed after it had finished its new databases is swapped in here; the
+// leftovers of one that had not are removed (finishSQLiteRebuild).
 func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModels, error) {
-	dir := filepath.Join(dataDir, SQLiteDir)
+	if err := finishSQLiteRebuild(dataDir); err != nil {
+		return nil, fmt.Errorf("open sqlite read models: %w", err)
+	}
+	m, err := openSQLiteReadModelsIn(filepath.Join(dataDir, SQLiteDir), sealKeys, readdb.OpenSQLite)
+	if err != nil {
+		return nil, err
+	}
+	m.dataDir = dataDir
+	return m, nil
+}
+
+// openSQLiteReadModelsIn opens the read models' databases in dir with openDB.
+func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, openDB func(string) (*sql.DB, error)) (*ReadModels, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create read-model directory: %w", err)
 	}
@@ -67,7 +87,7 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 		return nil, err
 	}
 	open := func(name string) (*sql.DB, error) {
-		db, err := readdb.OpenSQLite(filepath.Join(dir, name+".db"))
+		db, err := openDB(filepath.Join(dir, name+".db"))
 		if err != nil {
 			return nil, err
 		}
@@ -180,6 +200,7 @@ func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.
 		_ = m.Close()
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)
 	}
+	m.clickhouseDSN, m.conn = dsn, conn
 	return m, nil
 }
 
