@@ -108,6 +108,18 @@ func rebuildEventStore(b *testing.B) rebuildFixture {
 	return fixture
 }
 
+// TestMain removes the benchmarks' event store, built once for the whole binary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixture.store != nil {
+		_ = fixture.store.Close()
+	}
+	if fixture.dir != "" {
+		_ = os.RemoveAll(fixture.dir)
+	}
+	os.Exit(code)
+}
+
 // BenchmarkRebuild replays an event store of about 90k sealed events (20k collections and the
 // world's clients, users, consents and cancellations) into every read model, as `samla
 // projections rebuild` does, and reports events/s. SQLite always; ClickHouse when
