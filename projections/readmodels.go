@@ -284,7 +284,8 @@ func (m *ReadModels) cancellationMetrics() cancellations.Metrics {
 	return cancellations.Metrics{Statuses: m.Metrics.CancellationStatuses, Signature: m.Metrics.CancellationSignature}
 }
 
-// Reset empties every read model, before a rebuild.
+// Reset empties every read model in place. A rebuild does not use it: it builds new tables and
+// swaps them in (RebuildWith), so that no reader sees the models empty.
 func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.Status.Reset(ctx); err != nil {
 		return err

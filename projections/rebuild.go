@@ -28,11 +28,16 @@ type HeadPositioner interface {
 	HeadPosition(ctx context.Context) (uint64, error)
 }
 
-// RebuildBatchSize is how many events a rebuild reads and hands to the projectors at once. The
-// profile of a rebuild is per-batch overhead (a read-model transaction, a GetMany, a ClickHouse
-// INSERT and its revision lookup) at 1000; at 5000 it is the folding and the writing of rows,
-// while a few batches in flight stay a few tens of MB.
-const RebuildBatchSize = 5000
+// RebuildBatchSize is how many events a rebuild reads and hands to the projectors at once on
+// SQLite, and ClickHouseRebuildBatchSize on ClickHouse. At 1000 a rebuild's profile was
+// per-batch overhead (a read-model transaction, a GetMany, a ClickHouse INSERT and its revision
+// lookups); from 5000 on SQLite it is the folding and writing of rows. ClickHouse answers each
+// batch's GetMany and revision lookups with a FINAL scan, so fewer, larger batches went 11k ->
+// 17k events/s there (5000 -> 20000). A few batches in flight stay well under 100 MB.
+const (
+	RebuildBatchSize           = 10000
+	ClickHouseRebuildBatchSize = 20000
+)
 
 // rebuildGCPercent is GOGC while a rebuild runs.
 const rebuildGCPercent = 400
@@ -40,7 +45,7 @@ const rebuildGCPercent = 400
 // RebuildOptions tune a rebuild; the zero value is the default.
 type RebuildOptions struct {
 	// BatchSize is the events per page read and per batch handed to the projectors
-	// (RebuildBatchSize when <= 0).
+	// (RebuildBatchSize or ClickHouseRebuildBatchSize when <= 0).
 	BatchSize int
 	// Progress, when set, is called after every batch that every projector has written, and
 	// once more at the end, from one goroutine at a time.
@@ -85,7 +90,11 @@ func Rebuild(ctx context.Context, reader EventReader, models *ReadModels) (int, 
 // store's end reach the models through Kafka as usual.
 func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, opts RebuildOptions) (int, error) {
 	size := opts.BatchSize
-	if size <= 0 {
+	switch {
+	case size > 0:
+	case models.conn != nil:
+		size = ClickHouseRebuildBatchSize
+	default:
 		size = RebuildBatchSize
 	}
 	// A rebuild allocates envelopes, decoded events and rows by the gigabyte, all short-lived;

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -148,11 +149,14 @@ func BenchmarkRebuild(b *testing.B) {
 	})
 }
 
+// benchBatch is the rebuild's batch size, SAMLA_BENCH_REBUILD_BATCH to try others.
+var benchBatch, _ = strconv.Atoi(os.Getenv("SAMLA_BENCH_REBUILD_BATCH"))
+
 func benchmarkRebuild(b *testing.B, f rebuildFixture, m *projections.ReadModels) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		n, err := projections.Rebuild(context.Background(), f.store, m)
+		n, err := projections.RebuildWith(context.Background(), f.store, m, projections.RebuildOptions{BatchSize: benchBatch})
 		if err != nil {
 			b.Fatal(err)
 		}
