@@ -187,6 +187,13 @@ func removeSQLiteFiles(dir, name string) error {
 // migrates every read model's table. The stores share one connection pool. keys is as
 // OpenSQLiteReadModels's sealKeys: ClickHouse holds personal data only sealed.
 func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys) (*ReadModels, error) {
+	return openClickHouseReadModels(ctx, dsn, keys, false)
+}
+
+// openClickHouseReadModels is OpenClickHouseReadModels; with fresh, the DSN's database is a
+// rebuild's, created empty for these stores alone, which then remember what they wrote instead
+// of reading it back (readdb.Memo).
+func openClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys, fresh bool) (*ReadModels, error) {
 	m, err := newReadModels(keys)
 	if err != nil {
 		return nil, err
@@ -196,7 +203,7 @@ func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)
 	}
 	m.closers = append(m.closers, conn.Close)
-	if err := m.migrateClickHouse(ctx, conn); err != nil {
+	if err := m.migrateClickHouse(ctx, conn, fresh); err != nil {
 		_ = m.Close()
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)
 	}
@@ -204,11 +211,15 @@ func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.
 	return m, nil
 }
 
-func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) error {
-	var err error
-	if m.Status, err = collectionstatus.NewClickHouse(ctx, conn); err != nil {
+func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn, fresh bool) error {
+	status, err := collectionstatus.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
+	if fresh {
+		status.Fresh()
+	}
+	m.Status = status
 	if m.History, err = eventhistory.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
@@ -218,6 +229,9 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	data, err := collectiondata.NewClickHouse(ctx, conn)
 	if err != nil {
 		return err
+	}
+	if fresh {
+		data.Fresh()
 	}
 	m.Data = collectiondata.Sealing(data, m.keys)
 	if m.Users, err = users.NewClickHouse(ctx, conn); err != nil {

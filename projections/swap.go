@@ -245,7 +245,7 @@ func (m *ReadModels) beginClickHouseRebuild(ctx context.Context) (*rebuildTarget
 	if err != nil {
 		return nil, err
 	}
-	target, err := OpenClickHouseReadModels(ctx, buildDSN, m.keys)
+	target, err := openClickHouseReadModels(ctx, buildDSN, m.keys, true)
 	if err != nil {
 		_ = m.conn.Exec(context.WithoutCancel(ctx), `DROP DATABASE IF EXISTS `+build)
 		return nil, err
