@@ -114,10 +114,11 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 	if err != nil {
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
+	readModels := len(build.target.Projectors())
 	total, err := replay(ctx, reader, build.target, size, func(events int, position uint64) {
 		if opts.Progress != nil {
 			opts.Progress(RebuildProgress{Events: events, Position: position, Head: head,
-				ReadModels: len(build.target.Projectors()), Elapsed: time.Since(start)})
+				ReadModels: readModels, Elapsed: time.Since(start)})
 		}
 	})
 	if err != nil {
@@ -131,7 +132,7 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 	}
 	if opts.Progress != nil {
 		opts.Progress(RebuildProgress{Events: total, Position: head, Head: head,
-			ReadModels: len(models.Projectors()), Elapsed: time.Since(start), Done: true})
+			ReadModels: readModels, Elapsed: time.Since(start), Done: true})
 	}
 	return total, nil
 }
