@@ -234,12 +234,19 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn, fr
 		data.Fresh()
 	}
 	m.Data = collectiondata.Sealing(data, m.keys)
-	if m.Users, err = users.NewClickHouse(ctx, conn); err != nil {
+	userStore, err := users.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
-	if m.Consents, err = consents.NewClickHouse(ctx, conn); err != nil {
+	consentStore, err := consents.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
+	if fresh {
+		userStore.Fresh()
+		consentStore.Fresh()
+	}
+	m.Users, m.Consents = userStore, consentStore
 	if m.Cancellations, err = cancellations.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
