@@ -158,8 +158,9 @@ func rebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger,
 		},
 	})
 	if err != nil {
+		// RebuildWith's errors start with "rebuild:" already.
 		final.Events = n
-		return final, fmt.Errorf("rebuild: %w", err)
+		return final, err
 	}
 	logger.Info("read models rebuilt", "events", final.Events, "read_models", final.ReadModels,
 		"seconds", final.Elapsed.Seconds(), "events_per_second", int(rate(final.Events, final.Elapsed)))
