@@ -44,10 +44,15 @@ type ReadModels struct {
 	// rebuild leaves it unset: replayed history is not new activity.
 	Metrics *metrics.Metrics
 
-	reg     *eventschema.Registry
-	keys    eventschema.Keys // seals and opens personal data (crypto-shredding)
-	closers []func() error
-	closed  bool
+	reg  *eventschema.Registry
+	keys eventschema.Keys // seals and opens personal data (crypto-shredding)
+	// Where the models live, for a rebuild to build new ones beside them: the data dir of the
+	// SQLite models, or the DSN and connection of the ClickHouse ones.
+	dataDir       string
+	clickhouseDSN string
+	conn          driver.Conn
+	closers       []func() error
+	closed        bool
 }
 
 // SQLiteDir is where OpenSQLiteReadModels keeps its files under the data directory.
@@ -57,8 +62,23 @@ const SQLiteDir = "readmodels"
 // dataDir/readmodels. Each read model has its own database file, so that the projectors
 // never wait for each other's write lock and each model can be deleted and rebuilt alone.
 // sealKeys opens the events' personal data and seals what the read models keep of it.
+//
+// A rebuild that was killed after it had finished its new databases is swapped in here; the
+// leftovers of one that had not are removed (finishSQLiteRebuild).
 func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModels, error) {
-	dir := filepath.Join(dataDir, SQLiteDir)
+	if err := finishSQLiteRebuild(dataDir); err != nil {
+		return nil, fmt.Errorf("open sqlite read models: %w", err)
+	}
+	m, err := openSQLiteReadModelsIn(filepath.Join(dataDir, SQLiteDir), sealKeys, readdb.OpenSQLite)
+	if err != nil {
+		return nil, err
+	}
+	m.dataDir = dataDir
+	return m, nil
+}
+
+// openSQLiteReadModelsIn opens the read models' databases in dir with openDB.
+func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, openDB func(string) (*sql.DB, error)) (*ReadModels, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create read-model directory: %w", err)
 	}
@@ -67,7 +87,7 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 		return nil, err
 	}
 	open := func(name string) (*sql.DB, error) {
-		db, err := readdb.OpenSQLite(filepath.Join(dir, name+".db"))
+		db, err := openDB(filepath.Join(dir, name+".db"))
 		if err != nil {
 			return nil, err
 		}
@@ -167,6 +187,13 @@ func removeSQLiteFiles(dir, name string) error {
 // migrates every read model's table. The stores share one connection pool. keys is as
 // OpenSQLiteReadModels's sealKeys: ClickHouse holds personal data only sealed.
 func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys) (*ReadModels, error) {
+	return openClickHouseReadModels(ctx, dsn, keys, false)
+}
+
+// openClickHouseReadModels is OpenClickHouseReadModels; with fresh, the DSN's database is a
+// rebuild's, created empty for these stores alone, which then remember what they wrote instead
+// of reading it back (readdb.Memo).
+func openClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys, fresh bool) (*ReadModels, error) {
 	m, err := newReadModels(keys)
 	if err != nil {
 		return nil, err
@@ -176,18 +203,23 @@ func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)
 	}
 	m.closers = append(m.closers, conn.Close)
-	if err := m.migrateClickHouse(ctx, conn); err != nil {
+	if err := m.migrateClickHouse(ctx, conn, fresh); err != nil {
 		_ = m.Close()
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)
 	}
+	m.clickhouseDSN, m.conn = dsn, conn
 	return m, nil
 }
 
-func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) error {
-	var err error
-	if m.Status, err = collectionstatus.NewClickHouse(ctx, conn); err != nil {
+func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn, fresh bool) error {
+	status, err := collectionstatus.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
+	if fresh {
+		status.Fresh()
+	}
+	m.Status = status
 	if m.History, err = eventhistory.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
@@ -198,13 +230,23 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn) er
 	if err != nil {
 		return err
 	}
+	if fresh {
+		data.Fresh()
+	}
 	m.Data = collectiondata.Sealing(data, m.keys)
-	if m.Users, err = users.NewClickHouse(ctx, conn); err != nil {
+	userStore, err := users.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
-	if m.Consents, err = consents.NewClickHouse(ctx, conn); err != nil {
+	consentStore, err := consents.NewClickHouse(ctx, conn)
+	if err != nil {
 		return err
 	}
+	if fresh {
+		userStore.Fresh()
+		consentStore.Fresh()
+	}
+	m.Users, m.Consents = userStore, consentStore
 	if m.Cancellations, err = cancellations.NewClickHouse(ctx, conn); err != nil {
 		return err
 	}
@@ -263,7 +305,8 @@ func (m *ReadModels) cancellationMetrics() cancellations.Metrics {
 	return cancellations.Metrics{Statuses: m.Metrics.CancellationStatuses, Signature: m.Metrics.CancellationSignature}
 }
 
-// Reset empties every read model, before a rebuild.
+// Reset empties every read model in place. A rebuild does not use it: it builds new tables and
+// swaps them in (RebuildWith), so that no reader sees the models empty.
 func (m *ReadModels) Reset(ctx context.Context) error {
 	if err := m.Status.Reset(ctx); err != nil {
 		return err

@@ -110,37 +110,59 @@ func openReadModels(ctx context.Context, cfg *Config, keys eventschema.Keys) (*p
 	return m, nil
 }
 
-// RebuildProjections empties the read models and replays the event store into them. The
+// RebuildProjections rebuilds the read models from the event store (projections.RebuildWith:
+// into new tables, swapped in when complete) and returns how many events it replayed. The
 // projections must not run meanwhile, nor any reader: under the data dir's lock (see
 // dataDirLockFile) a rebuild is refused while a process uses the data dir.
 func RebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger) (int, error) {
+	summary, err := rebuildProjections(ctx, cfg, logger, nil)
+	return summary.Events, err
+}
+
+// rebuildProjections is RebuildProjections reporting its progress to progress (when not nil),
+// returning the final progress: events, read models and time.
+func rebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger,
+	progress func(projections.RebuildProgress)) (projections.RebuildProgress, error) {
+	var final projections.RebuildProgress
 	release, err := lockDataDir(cfg, useAlone)
 	if err != nil {
-		return 0, err
+		return final, err
 	}
 	defer func() { _ = release() }()
 	store, err := openStore(cfg)
 	if err != nil {
-		return 0, err
+		return final, err
 	}
 	defer store.Close()
 	keys, err := openKeys(cfg)
 	if err != nil {
-		return 0, err
+		return final, err
 	}
 	defer keys.close()
 	if err := checkKeysNotLost(ctx, keys, store); err != nil {
-		return 0, err
+		return final, err
 	}
 	models, err := openReadModels(ctx, cfg, keys)
 	if err != nil {
-		return 0, err
+		return final, err
 	}
 	defer models.Close()
-	n, err := projections.Rebuild(ctx, store, models)
+	n, err := projections.RebuildWith(ctx, store, models, projections.RebuildOptions{
+		Progress: func(p projections.RebuildProgress) {
+			if p.Done {
+				final = p
+			}
+			if progress != nil {
+				progress(p)
+			}
+		},
+	})
 	if err != nil {
-		return n, fmt.Errorf("rebuild: %w", err)
+		// RebuildWith's errors start with "rebuild:" already.
+		final.Events = n
+		return final, err
 	}
-	logger.Info("read models rebuilt", "events", n)
-	return n, nil
+	logger.Info("read models rebuilt", "events", final.Events, "read_models", final.ReadModels,
+		"seconds", final.Elapsed.Seconds(), "events_per_second", int(rate(final.Events, final.Elapsed)))
+	return final, nil
 }

@@ -144,7 +144,13 @@ func isTerminal(w io.Writer) bool {
 
 func projectionsCommand(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{Use: "projections", Short: "Manage the read models"}
-	rebuild := &cobra.Command{Use: "rebuild", Short: "Empty the read models and rebuild them from the event store", Args: cobra.NoArgs}
+	rebuild := &cobra.Command{Use: "rebuild", Short: "Rebuild the read models from the event store and swap them in when complete", Args: cobra.NoArgs,
+		Long: `Replays the event store into new read models (SQLite: <data dir>/readmodels.rebuild; ClickHouse:
+the database <database>_rebuild) and swaps them in for the served ones once every model is complete:
+a reader never sees half a read model, and a failed or interrupted rebuild leaves the served ones as
+they were (its leftovers are removed by the next run). Progress goes to stderr (a redrawn line on a
+terminal, a line every 5 s otherwise); the last line, on stdout, is
+"rebuilt N events into M read models in T (R events/s)".`}
 	cfg := bindConfig(rebuild.Flags())
 	rebuild.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := setUp(cfg, stderr)
@@ -153,11 +159,13 @@ func projectionsCommand(stdout, stderr io.Writer) *cobra.Command {
 		}
 		ctx, stop := signalContext()
 		defer stop()
-		n, err := RebuildProjections(ctx, cfg, logger)
+		progress := newRebuildProgress(stderr)
+		summary, err := rebuildProjections(ctx, cfg, logger, progress.update)
+		progress.finish()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "rebuilt the read models from %d events\n", n)
+		fmt.Fprintln(stdout, rebuildSummary(summary))
 		return nil
 	}
 	cmd.AddCommand(rebuild)

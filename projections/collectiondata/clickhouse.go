@@ -59,6 +59,7 @@ const clickhouseDocMeta = `collection_id, document_id, tenant, kind, content_typ
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
 	conn driver.Conn
+	memo *readdb.Memo[string, Row] // set by Fresh
 }
 
 var _ Store = (*ClickHouseStore)(nil)
@@ -78,9 +79,17 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 	return &ClickHouseStore{conn: conn}, nil
 }
 
+// Fresh tells the store that its tables were created empty for it and that nothing else writes
+// them (a rebuild's): it then answers its own reads of the rows it wrote from memory
+// (readdb.Memo).
+func (s *ClickHouseStore) Fresh() { s.memo = readdb.NewMemo[string, Row]() }
+
 // GetMany implements Store. Filtering on collection_id before FINAL is safe: it is the sorting
 // key, so every version of a row passes or fails the filter together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	if rows, ok := s.memo.Get(ids); ok {
+		return rows, nil
+	}
 	out := make(map[string]Row, len(ids))
 	err := readdb.ClickHouseByKeys(ctx, s.conn, "collection data", scanClickHouseRow, func(r Row) { out[r.CollectionID] = r },
 		`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN`, ids)
@@ -118,9 +127,12 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 	for i, r := range rows {
 		ids[i] = r.CollectionID
 	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "collection_data", "collection_id", ids)
-	if err != nil {
-		return fmt.Errorf("upsert collection data: %w", err)
+	stored, ok := s.memo.Revisions(ids, rowRevision)
+	if !ok {
+		var err error
+		if stored, err = readdb.StoredRevisions(ctx, s.conn, "collection_data", "collection_id", ids); err != nil {
+			return fmt.Errorf("upsert collection data: %w", err)
+		}
 	}
 	if err := s.insertRows(ctx, readdb.KeepNewer(rows, stored, rowKey, rowRevision)); err != nil {
 		return fmt.Errorf("upsert collection data: %w", err)
@@ -130,7 +142,7 @@ func (s *ClickHouseStore) upsertRows(ctx context.Context, rows []Row) error {
 
 // insertRows appends row versions as they are.
 func (s *ClickHouseStore) insertRows(ctx context.Context, rows []Row) error {
-	return readdb.InsertBatch(ctx, s.conn, "collection_data", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	err := readdb.InsertBatch(ctx, s.conn, "collection_data", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		content, err := encodeContent(r.Content)
 		if err != nil {
 			return nil, fmt.Errorf("collection data %s: %w", r.CollectionID, err)
@@ -142,6 +154,11 @@ func (s *ClickHouseStore) insertRows(ctx context.Context, rows []Row) error {
 		return []any{r.CollectionID, r.Tenant, r.Company, r.Product, r.Status, content,
 			personal, readdb.UMillis(r.UpdatedAt), r.Revision, r.UserUUID}, nil
 	})
+	if err != nil {
+		return err
+	}
+	s.memo.Put(rows, rowKey)
+	return nil
 }
 
 func (s *ClickHouseStore) upsertDocs(ctx context.Context, docs []Document) error {

@@ -48,6 +48,7 @@ const clickhouseColumns = `collection_id, tenant, company, product, login_method
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
 	conn driver.Conn
+	memo *readdb.Memo[string, Row] // set by Fresh
 }
 
 var _ Store = (*ClickHouseStore)(nil)
@@ -66,9 +67,16 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 	return &ClickHouseStore{conn: conn}, nil
 }
 
+// Fresh tells the store that its table was created empty for it and that nothing else writes
+// it (a rebuild's): it then answers its own reads of what it wrote from memory (readdb.Memo).
+func (s *ClickHouseStore) Fresh() { s.memo = readdb.NewMemo[string, Row]() }
+
 // GetMany implements Store. Filtering on collection_id before FINAL is safe: it is the sorting
 // key, so every version of a row passes or fails the filter together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	if rows, ok := s.memo.Get(ids); ok {
+		return rows, nil
+	}
 	out := make(map[string]Row, len(ids))
 	err := readdb.ClickHouseByKeys(ctx, s.conn, "collection statuses", scanClickHouseRow, func(r Row) { out[r.CollectionID] = r },
 		`SELECT `+clickhouseColumns+` FROM collection_status FINAL WHERE collection_id IN`, ids)
@@ -96,9 +104,12 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	for i, r := range rows {
 		ids[i] = r.CollectionID
 	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "collection_status", "collection_id", ids)
-	if err != nil {
-		return fmt.Errorf("upsert collection statuses: %w", err)
+	stored, ok := s.memo.Revisions(ids, rowRevision)
+	if !ok {
+		var err error
+		if stored, err = readdb.StoredRevisions(ctx, s.conn, "collection_status", "collection_id", ids); err != nil {
+			return fmt.Errorf("upsert collection statuses: %w", err)
+		}
 	}
 	if err := s.insert(ctx, readdb.KeepNewer(rows, stored, rowKey, rowRevision)); err != nil {
 		return fmt.Errorf("upsert collection statuses: %w", err)
@@ -137,7 +148,7 @@ func (s *ClickHouseStore) ErasePersonal(ctx context.Context, tenant, userUUID st
 
 // insert appends row versions as they are.
 func (s *ClickHouseStore) insert(ctx context.Context, rows []Row) error {
-	return readdb.InsertBatch(ctx, s.conn, "collection_status", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	err := readdb.InsertBatch(ctx, s.conn, "collection_status", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		extra, err := encodeExtra(r.ExtraInformation)
 		if err != nil {
 			return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
@@ -150,6 +161,11 @@ func (s *ClickHouseStore) insert(ctx context.Context, rows []Row) error {
 			r.APIVersion, r.UserUUID, r.Status, extra}, details.args()...)
 		return append(args, readdb.UMillis(r.CreatedAt), readdb.UMillis(r.UpdatedAt), r.Revision), nil
 	})
+	if err != nil {
+		return err
+	}
+	s.memo.Put(rows, rowKey)
+	return nil
 }
 
 // Get implements Store. tenant never changes for a collection, so, like the key, it can be

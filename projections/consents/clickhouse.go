@@ -48,6 +48,7 @@ const clickhouseColumns = sqliteColumns
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
 	conn driver.Conn
+	memo *readdb.Memo[string, Row] // set by Fresh
 }
 
 var _ Store = (*ClickHouseStore)(nil)
@@ -61,9 +62,16 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 	return &ClickHouseStore{conn: conn}, nil
 }
 
+// Fresh tells the store that its table was created empty for it and that nothing else writes
+// it (a rebuild's): it then answers its own reads of what it wrote from memory (readdb.Memo).
+func (s *ClickHouseStore) Fresh() { s.memo = readdb.NewMemo[string, Row]() }
+
 // GetMany implements Store. consent_id is the sorting key, so filtering on it before FINAL keeps
 // or drops every version of a row together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	if rows, ok := s.memo.Get(ids); ok {
+		return rows, nil
+	}
 	out := make(map[string]Row, len(ids))
 	err := readdb.ClickHouseByKeys(ctx, s.conn, "consents", scanClickHouseRow, func(r Row) { out[r.ConsentID] = r },
 		`SELECT `+clickhouseColumns+` FROM consents FINAL WHERE consent_id IN`, ids)
@@ -87,9 +95,12 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	for i, r := range rows {
 		ids[i] = r.ConsentID
 	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "consents", "consent_id", ids)
-	if err != nil {
-		return fmt.Errorf("upsert consents: %w", err)
+	stored, ok := s.memo.Revisions(ids, rowRevision)
+	if !ok {
+		var err error
+		if stored, err = readdb.StoredRevisions(ctx, s.conn, "consents", "consent_id", ids); err != nil {
+			return fmt.Errorf("upsert consents: %w", err)
+		}
 	}
 	if err := s.insert(ctx, readdb.KeepNewer(rows, stored, rowKey, rowRevision)); err != nil {
 		return fmt.Errorf("upsert consents: %w", err)
@@ -99,13 +110,18 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 
 // insert appends row versions as they are.
 func (s *ClickHouseStore) insert(ctx context.Context, rows []Row) error {
-	return readdb.InsertBatch(ctx, s.conn, "consents", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	err := readdb.InsertBatch(ctx, s.conn, "consents", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		return []any{r.ConsentID, r.Tenant, r.UserUUID, r.Company, r.LoginMethod, r.Status, encodeScope(r.Scope),
 			r.BankConsentID, r.ErrorCode, r.ErrorMessage, r.RevokeReason, r.Personal.String(),
 			readdb.UMillis(r.CreatedAt), readdb.UMillis(r.UpdatedAt), readdb.UMillis(r.AuthorizationStartedAt),
 			readdb.UMillis(r.AuthorizationDeadline), readdb.UMillis(r.AuthorizedAt), readdb.UMillis(r.ExpiresAt),
 			r.Revision}, nil
 	})
+	if err != nil {
+		return err
+	}
+	s.memo.Put(rows, rowKey)
+	return nil
 }
 
 // Get implements Store. tenant never changes for a consent, so, like the key, it is filtered on

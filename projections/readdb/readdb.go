@@ -79,6 +79,40 @@ func OpenSQLite(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// OpenSQLiteBulk opens (creating) a SQLite read-model database at path for a rebuild, which
+// writes a new database that nobody reads until it is complete and that is deleted when the
+// rebuild fails: so no journal (journal_mode=OFF: no rollback either, and a failed rebuild
+// throws the file away), no syncs (synchronous=OFF: the rebuild syncs the finished files itself
+// before it swaps them in), a 16 MiB page cache per connection and temporary b-trees in memory. A database
+// opened with OpenSQLite afterwards is WAL again.
+func OpenSQLiteBulk(path string) (*sql.DB, error) {
+	if path == "" || strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("open sqlite read model %q: path must be non-empty and free of '?'", path)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "OFF")
+	q.Set("_synchronous", "OFF")
+	q.Set("_txlock", "immediate")
+	q.Add("_pragma", "cache_size(-16384)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
+	}
+	// The rebuild's projector is the only user: one connection for its writes and one for a
+	// read a store might make beside its transaction.
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.Ping(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
+	}
+	return db, nil
+}
+
 // SQLitePoolSize is how many connections a SQLite read model keeps open: two per CPU, at least
 // four. Reads run in this process (the driver is pure Go), so more connections than CPUs add
 // little; the spare ones let readers go on while the projector holds one for its write

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // InTx runs fn in one SQLite transaction and commits it when fn succeeds: a batch of writes is
@@ -23,13 +24,124 @@ func InTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// ExecEach prepares stmt in tx and executes it once per item with the arguments values returns;
-// an error from values is returned as it is, and no items prepare nothing. With an upsert whose DO UPDATE is guarded by
-// WHERE excluded.revision > table.revision, this is the read models' upsert-if-newer.
+// ExecEach executes stmt once per item with the arguments values returns, in tx; an error from
+// values is returned as it is, and no items prepare nothing. With an upsert whose DO UPDATE is
+// guarded by WHERE excluded.revision > table.revision, this is the read models' upsert-if-newer.
+//
+// An INSERT whose VALUES is one row of placeholders runs as multi-row INSERTs of up to
+// bulkRows items each: SQLite applies the rows of one statement in order, each against the
+// rows before it, exactly as one statement per item would, and a rebuild's profile was the
+// per-statement overhead of database/sql and the driver (binding, stepping and resetting a
+// statement per row). Any other statement runs once per item.
 func ExecEach[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, values func(T) ([]any, error)) error {
 	if len(items) == 0 {
 		return nil
 	}
+	head, row, tail, cols, ok := splitValues(stmt)
+	if !ok || len(items) == 1 {
+		return execOneByOne(ctx, tx, stmt, items, values)
+	}
+	per := max(1, min(bulkRows, sqliteMaxVariables/cols))
+	var (
+		prepared *sql.Stmt
+		size     int
+	)
+	defer func() {
+		if prepared != nil {
+			_ = prepared.Close()
+		}
+	}()
+	args := make([]any, 0, per*cols)
+	for from := 0; from < len(items); from += per {
+		chunk := items[from:min(from+per, len(items))]
+		if prepared == nil || size != len(chunk) {
+			if prepared != nil {
+				_ = prepared.Close()
+			}
+			var err error
+			if prepared, err = tx.PrepareContext(ctx, head+repeatRow(row, len(chunk))+tail); err != nil {
+				return fmt.Errorf("prepare: %w", err)
+			}
+			size = len(chunk)
+		}
+		args = args[:0]
+		for _, it := range chunk {
+			vals, err := values(it)
+			if err != nil {
+				return err
+			}
+			if len(vals) != cols {
+				return fmt.Errorf("row %d of %d: %d values for %d columns", from+1, len(items), len(vals), cols)
+			}
+			args = append(args, vals...)
+		}
+		if _, err := prepared.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("rows %d..%d of %d: %w", from+1, from+len(chunk), len(items), err)
+		}
+	}
+	return nil
+}
+
+// bulkRows is the most rows ExecEach puts in one INSERT; sqliteMaxVariables is SQLite's bound on
+// a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER since 3.32).
+const (
+	bulkRows           = 128
+	sqliteMaxVariables = 32766
+)
+
+// splitValues splits "INSERT … VALUES (?, …, ?) …" into what precedes the row, the row and what
+// follows it, with the row's placeholders; ok is false for any other statement.
+func splitValues(stmt string) (head, row, tail string, cols int, ok bool) {
+	upper := strings.ToUpper(stmt)
+	if !strings.HasPrefix(strings.TrimSpace(upper), "INSERT") {
+		return "", "", "", 0, false
+	}
+	at := strings.Index(upper, "VALUES")
+	if at < 0 || strings.Contains(upper[at+6:], "VALUES") {
+		return "", "", "", 0, false
+	}
+	open := strings.IndexByte(stmt[at:], '(')
+	if open < 0 {
+		return "", "", "", 0, false
+	}
+	open += at
+	if strings.TrimSpace(stmt[at+6:open]) != "" {
+		return "", "", "", 0, false
+	}
+	closing := strings.IndexByte(stmt[open:], ')')
+	if closing < 0 {
+		return "", "", "", 0, false
+	}
+	closing += open
+	for _, r := range stmt[open+1 : closing] {
+		switch r {
+		case '?':
+			cols++
+		case ',', ' ', '\t', '\n', '\r':
+		default:
+			return "", "", "", 0, false // an expression or literal in the row: not ours to repeat
+		}
+	}
+	if cols == 0 {
+		return "", "", "", 0, false
+	}
+	return stmt[:open], stmt[open : closing+1], stmt[closing+1:], cols, true
+}
+
+func repeatRow(row string, n int) string {
+	var b strings.Builder
+	b.Grow(n * (len(row) + 2))
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	return b.String()
+}
+
+// execOneByOne prepares stmt in tx and executes it once per item.
+func execOneByOne[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, values func(T) ([]any, error)) error {
 	prepared, err := tx.PrepareContext(ctx, stmt)
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)

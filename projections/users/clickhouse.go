@@ -53,9 +53,15 @@ const (
 // ClickHouseStore is the Store on a ClickHouse database.
 type ClickHouseStore struct {
 	conn driver.Conn
+	memo *readdb.Memo[string, Row] // set by Fresh
 }
 
 var _ Store = (*ClickHouseStore)(nil)
+
+// Fresh tells the store that its tables were created empty for it and that nothing else writes
+// them (a rebuild's): it then answers its own reads of the users it wrote from memory
+// (readdb.Memo).
+func (s *ClickHouseStore) Fresh() { s.memo = readdb.NewMemo[string, Row]() }
 
 // NewClickHouse creates the read model's tables when missing and returns the store. The caller
 // keeps ownership of conn.
@@ -71,6 +77,9 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 // GetMany implements Store. user_uuid is the sorting key, so filtering on it before FINAL keeps
 // or drops every version of a row together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
+	if rows, ok := s.memo.Get(ids); ok {
+		return rows, nil
+	}
 	out := make(map[string]Row, len(ids))
 	err := readdb.ClickHouseByKeys(ctx, s.conn, "users", scanClickHouseRow, func(r Row) { out[r.UserUUID] = r },
 		`SELECT `+clickhouseColumns+` FROM users FINAL WHERE user_uuid IN`, ids)
@@ -94,18 +103,22 @@ func (s *ClickHouseStore) Upsert(ctx context.Context, rows []Row) error {
 	for i, r := range rows {
 		ids[i] = r.UserUUID
 	}
-	stored, err := readdb.StoredRevisions(ctx, s.conn, "users", "user_uuid", ids)
-	if err != nil {
-		return fmt.Errorf("upsert users: %w", err)
+	stored, ok := s.memo.Revisions(ids, rowRevision)
+	if !ok {
+		var err error
+		if stored, err = readdb.StoredRevisions(ctx, s.conn, "users", "user_uuid", ids); err != nil {
+			return fmt.Errorf("upsert users: %w", err)
+		}
 	}
 	rows = readdb.KeepNewer(rows, stored, rowKey, rowRevision)
-	err = readdb.InsertBatch(ctx, s.conn, "users", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	err := readdb.InsertBatch(ctx, s.conn, "users", clickhouseColumns, rows, func(r Row) ([]any, error) {
 		return []any{r.UserUUID, r.Tenant, string(r.Personal), readdb.UMillis(r.CreatedAt), readdb.UMillis(r.DeletedAt),
 			r.Revision}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("upsert users: %w", err)
 	}
+	s.memo.Put(rows, rowKey)
 	return nil
 }
 

@@ -315,6 +315,22 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]eventsc
 	return evs, nil
 }
 
+// HeadPosition returns the position of the last event, 0 for an empty store. Positions are
+// dense, so it is also how many events the store holds: a rebuild shows its progress against it.
+func (s *Store) HeadPosition(ctx context.Context) (uint64, error) {
+	if s.isClosing() {
+		return 0, fmt.Errorf("head position: %w", ErrClosed)
+	}
+	var head sql.NullInt64
+	if err := s.rdb.QueryRowContext(ctx, "SELECT max(position) FROM events").Scan(&head); err != nil {
+		return 0, fmt.Errorf("head position: %w", s.readErr(err))
+	}
+	if !head.Valid || head.Int64 < 0 {
+		return 0, nil
+	}
+	return uint64(head.Int64), nil
+}
+
 func scanEnvelopes(rows *sql.Rows) ([]eventschema.Envelope, error) {
 	defer rows.Close()
 	var evs []eventschema.Envelope

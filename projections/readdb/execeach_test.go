@@ -1,0 +1,117 @@
+package readdb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+type upsertRow struct {
+	key string
+	rev int
+	val string
+}
+
+// TestExecEachMultiRowUpsertIsPerRow: ExecEach writes an INSERT's items as multi-row statements;
+// the upsert-if-newer must come out as if each item were its own statement, also for items of
+// one key inside one statement (a newer one after an older, an older one after a newer), and
+// for a count of items that is no multiple of the rows per statement.
+func TestExecEachMultiRowUpsertIsPerRow(t *testing.T) {
+	const upsert = `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)
+		ON CONFLICT (k) DO UPDATE SET rev = excluded.rev, val = excluded.val WHERE excluded.rev > t.rev`
+	var items []upsertRow
+	for i := range 1000 {
+		key := fmt.Sprintf("k%03d", i%97)
+		// Revisions go up and down within a key: only a newer one may overwrite.
+		items = append(items, upsertRow{key, (i * 7919) % 13, fmt.Sprintf("v%d", i)})
+	}
+	want := map[string]upsertRow{}
+	for _, it := range items {
+		if old, ok := want[it.key]; !ok || it.rev > old.rev {
+			want[it.key] = it
+		}
+	}
+	for _, n := range []int{1, 2, 129, 1000} {
+		db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+			return readdb.ExecEach(ctx, tx, upsert, items[:n], func(r upsertRow) ([]any, error) {
+				return []any{r.key, r.rev, r.val}, nil
+			})
+		})
+		if err != nil {
+			t.Fatalf("%d items: %v", n, err)
+		}
+		wantN := map[string]upsertRow{}
+		for _, it := range items[:n] {
+			if old, ok := wantN[it.key]; !ok || it.rev > old.rev {
+				wantN[it.key] = it
+			}
+		}
+		got := map[string]upsertRow{}
+		rows, err := db.Query(`SELECT k, rev, val FROM t`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var r upsertRow
+			if err := rows.Scan(&r.key, &r.rev, &r.val); err != nil {
+				t.Fatal(err)
+			}
+			got[r.key] = r
+		}
+		_ = rows.Close()
+		_ = db.Close()
+		if !reflect.DeepEqual(got, wantN) {
+			t.Fatalf("%d items: %d rows, want %d: %v", n, len(got), len(wantN), got)
+		}
+	}
+	if len(want) != 97 {
+		t.Fatalf("fixture has %d keys", len(want))
+	}
+}
+
+// TestExecEachOtherStatements: a statement that is no one-row INSERT of placeholders runs once
+// per item.
+func TestExecEachOtherStatements(t *testing.T) {
+	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	ctx := context.Background()
+	if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"a", "b", "a", "c", "a"}
+	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+		// A literal in the row: not repeated as a multi-row INSERT.
+		if err := readdb.ExecEach(ctx, tx, `INSERT INTO t (k, n) VALUES (?, 1) ON CONFLICT (k) DO UPDATE SET n = n + 1`,
+			keys, func(k string) ([]any, error) { return []any{k}, nil }); err != nil {
+			return err
+		}
+		return readdb.ExecEach(ctx, tx, `UPDATE t SET n = n * 10 WHERE k = ?`, []string{"a", "b"},
+			func(k string) ([]any, error) { return []any{k}, nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b, c int
+	if err := db.QueryRow(`SELECT (SELECT n FROM t WHERE k = 'a'), (SELECT n FROM t WHERE k = 'b'), (SELECT n FROM t WHERE k = 'c')`).Scan(&a, &b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if a != 30 || b != 10 || c != 1 {
+		t.Fatalf("a=%d b=%d c=%d, want 30 10 1", a, b, c)
+	}
+}
