@@ -30,9 +30,13 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// relayTestPartitions is how many partitions the relay tests' event topics have.
+const relayTestPartitions = 4
+
 func startBroker(t testing.TB) *kafka.Embedded {
 	t.Helper()
-	e, err := kafka.StartEmbedded(t.TempDir(), testLogger(), kafka.WithSyncWrites(false))
+	// Several partitions, so that the relay's partitioning by stream is exercised.
+	e, err := kafka.StartEmbedded(t.TempDir(), testLogger(), kafka.WithSyncWrites(false), kafka.WithPartitions(relayTestPartitions))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +195,7 @@ func published(t testing.TB, brokers []string) map[string][]kafkago.Message {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, topic := range eventschema.Topics() {
-		for p := range kafka.DefaultPartitions {
+		for p := range relayTestPartitions {
 			conn, err := kafkago.DialLeader(ctx, "tcp", brokers[0], topic, p)
 			if err != nil {
 				t.Fatal(err)

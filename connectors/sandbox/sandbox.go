@@ -90,6 +90,10 @@ const (
 	// DefaultSessionTTL is how long the company remembers a login session; long enough for the
 	// slowest persona (contact form and input timeouts of a couple of minutes each).
 	DefaultSessionTTL = 30 * time.Minute
+	// minEIDOrderKeep is how long the provider answers for an order at least (and twice its
+	// timeout if that is longer): a login collects its order's result within seconds of its
+	// end, and a load run's orders must not stay in memory for the sessions' half hour.
+	minEIDOrderKeep = 2 * time.Minute
 	// DefaultUserDelay is how long the simulated user takes to enter a two-factor code.
 	DefaultUserDelay = 2 * time.Second
 	// DefaultStepDelay is how long a company's own step takes (enrollment check, sign-in).
@@ -217,6 +221,7 @@ type Sandbox struct {
 	mu          sync.Mutex
 	sessions    map[string]*loginSession // by session id
 	idempotency map[string]string        // company id + "\x00" + key → session id
+	lastPurge   time.Time                // when purgeLocked last looked
 	consents    map[string]*bankConsent  // PSD2 consents by consent id (consent.go)
 	consentKeys map[string]string        // company id + "\x00" + key → consent id
 
@@ -269,7 +274,7 @@ func New(opts ...Option) (*Sandbox, error) {
 		opts:        o,
 		companies:   demoCompanies(),
 		personas:    personas,
-		eid:         eidsim.New(o.eidOrderTimeout, o.sessionTTL, personas.eidUser),
+		eid:         eidsim.New(o.eidOrderTimeout, eidOrderKeep(o.eidOrderTimeout), personas.eidUser),
 		signing:     signing,
 		sessions:    map[string]*loginSession{},
 		idempotency: map[string]string{},
@@ -312,8 +317,32 @@ func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		case <-s.serveDone:
 		}
 	}()
+	go s.janitor()
 	s.opts.logger.Info("sandbox listening", "url", s.url)
 	return s, nil
+}
+
+// janitorInterval is how often an idle sandbox forgets its expired sessions and EID orders.
+const janitorInterval = 30 * time.Second
+
+// janitor forgets expired sessions and orders while the server runs: otherwise only a new
+// login does, and a burst's state would stay in memory until the next one.
+func (s *Sandbox) janitor() {
+	t := time.NewTicker(janitorInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.serveDone:
+			return
+		case <-t.C:
+			now := s.opts.now()
+			s.eid.Purge(now)
+			s.mu.Lock()
+			s.lastPurge = time.Time{}
+			s.purgeLocked(now)
+			s.mu.Unlock()
+		}
+	}
 }
 
 // Handler serves every sandbox route under /sandbox/.
@@ -456,3 +485,6 @@ func (s *Sandbox) routes() http.Handler {
 	})
 	return root
 }
+
+// eidOrderKeep is how long the simulated provider keeps an order of the given timeout.
+func eidOrderKeep(timeout time.Duration) time.Duration { return max(minEIDOrderKeep, 2*timeout) }

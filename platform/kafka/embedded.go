@@ -25,9 +25,11 @@ import (
 const RelayCheckpointTopic = "samla.relay.checkpoint"
 
 // DefaultPartitions is the partition count of the event topics in embedded mode. One process
-// consumes them, so more partitions would only add fetch goroutines; a few keep the key-hash
-// spread (and so per-stream order under a real partitioning) exercised.
-const DefaultPartitions = 4
+// consumes them and each consumer group handles its batches in order anyway, so more partitions
+// only add fetch loops: every partition of every topic a group reads is a connection, a
+// goroutine and a fetch buffer on both sides (a load run's heap held ~30 MB of them with 4).
+// Clusters get SAMLA_KAFKA_PARTITIONS, and the tests of per-stream order create their own.
+const DefaultPartitions = 1
 
 // maxMessageBytes is the embedded broker's message.max.bytes. Kafka's 1 MiB default is too
 // tight for events that carry collected insurance data; the relay keeps its own batches well
@@ -68,11 +70,14 @@ type Embedded struct {
 	logger    *slog.Logger
 	unlock    func()
 	closeOnce sync.Once
+	// partitions is how many partitions the event topics get.
+	partitions int
 }
 
 type embeddedConfig struct {
 	port       int
 	syncWrites bool
+	partitions int
 }
 
 // EmbeddedOption adjusts StartEmbedded.
@@ -81,6 +86,10 @@ type EmbeddedOption func(*embeddedConfig)
 // WithPort makes the broker listen on 127.0.0.1:port instead of a random port, so that
 // outside tools (kcat, kafka-console-consumer) can be pointed at a running `samla run`.
 func WithPort(port int) EmbeddedOption { return func(c *embeddedConfig) { c.port = port } }
+
+// WithPartitions gives the event topics n partitions instead of DefaultPartitions: the tests of
+// the relay's per-stream partitioning need several.
+func WithPartitions(n int) EmbeddedOption { return func(c *embeddedConfig) { c.partitions = n } }
 
 // WithSyncWrites turns per-batch fsync on (default) or off (faster, for throwaway data).
 func WithSyncWrites(on bool) EmbeddedOption { return func(c *embeddedConfig) { c.syncWrites = on } }
@@ -91,7 +100,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	cfg := embeddedConfig{syncWrites: true}
+	cfg := embeddedConfig{syncWrites: true, partitions: DefaultPartitions}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -106,7 +115,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		kfake.NumBrokers(1),
 		kfake.DataDir(dataDir),
 		kfake.AllowAutoTopicCreation(),
-		kfake.DefaultNumPartitions(DefaultPartitions),
+		kfake.DefaultNumPartitions(cfg.partitions),
 		// Lets clients (tests, tools) use sessions shorter than a real broker's 6 s
 		// minimum, so that a dead member is noticed quickly.
 		kfake.GroupMinSessionTimeout(250 * time.Millisecond),
@@ -128,7 +137,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		unlock()
 		return nil, fmt.Errorf("embedded kafka: start: %w", err)
 	}
-	e := &Embedded{cluster: cluster, brokers: cluster.ListenAddrs(), logger: logger, unlock: unlock}
+	e := &Embedded{cluster: cluster, brokers: cluster.ListenAddrs(), logger: logger, unlock: unlock, partitions: cfg.partitions}
 	if err := e.ensureTopics(); err != nil {
 		e.Close()
 		return nil, err
@@ -143,7 +152,7 @@ func (e *Embedded) ensureTopics() error {
 		if e.cluster.TopicInfo(t) != nil {
 			continue
 		}
-		if err := e.cluster.CreateTopic(t, DefaultPartitions, eventTopicConfigs()); err != nil {
+		if err := e.cluster.CreateTopic(t, int32(e.partitions), eventTopicConfigs()); err != nil {
 			return fmt.Errorf("embedded kafka: create topic %s: %w", t, err)
 		}
 	}

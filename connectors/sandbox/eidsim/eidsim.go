@@ -363,6 +363,15 @@ func (o *order) completion(at time.Time) *CompletionData {
 	return c
 }
 
+// Purge forgets the orders older than keep. Starting an order purges too; an idle simulator
+// is purged by its server's janitor, so that a burst's orders do not stay in memory.
+func (s *Simulator) Purge(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastPurge = time.Time{}
+	s.purgeLocked(now)
+}
+
 // purgeLocked forgets the orders older than keep, looking at most once a second.
 func (s *Simulator) purgeLocked(now time.Time) {
 	if now.Sub(s.lastPurge) < time.Second && !now.Before(s.lastPurge) {
