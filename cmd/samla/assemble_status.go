@@ -59,18 +59,7 @@ func (s *Service) startStatusView(ctx context.Context) {
 		return
 	}
 	idle := s.cfg.StatusViewIdle
-	s.runRole(ctx, "status view sweep", func(ctx context.Context) error {
-		t := time.NewTicker(max(idle/4, time.Second))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-				s.statusView.Sweep(idle)
-			}
-		}
-	})
+	s.runRole(ctx, "status view sweep", every(max(idle/4, time.Second), func() { s.statusView.Sweep(idle) }))
 	if s.statusFollower == nil {
 		return
 	}

@@ -19,19 +19,26 @@ const (
 // 30-second POST load the process stayed at 3–4× its resident size at start for minutes,
 // with a live heap back near its size at start. Each check reads one runtime metric; a return
 // costs one collection, at most every idleHeapCheck.
-func returnIdleMemory(ctx context.Context) error {
+func returnIdleMemory() {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-	t := time.NewTicker(idleHeapCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > idleHeapLimit {
-			debug.FreeOSMemory()
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > idleHeapLimit {
+		debug.FreeOSMemory()
+	}
+}
+
+// every is a role that calls f every d until its context ends.
+func every(d time.Duration, f func()) func(context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				f()
+			}
 		}
 	}
 }

@@ -181,7 +181,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		s.startProjections(roleCtx)
 	}
 	s.startStatusView(roleCtx)
-	s.runRole(roleCtx, "memory", returnIdleMemory)
+	s.runRole(roleCtx, "memory", every(idleHeapCheck, returnIdleMemory))
 	if roles.Connect {
 		if err := s.startConnector(roleCtx); err != nil {
 			return nil, err

@@ -19,20 +19,7 @@ func TestConsumeFollowerLearnsOfRejoins(t *testing.T) {
 	var rejoins atomic.Int64
 	f := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "follower-rejoin", Follow: true,
 		OnRejoin: func() { rejoins.Add(1) }}, nil)
-	next := uint64(1)
-	for deadline := time.Now().Add(15 * time.Second); ; next++ {
-		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", next, next+1)))
-		f.mu.Lock()
-		got := len(f.handled())
-		f.mu.Unlock()
-		if got > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("follower never started")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	next := untilFollowing(t, e, f, "collection-f", 1)
 	var hold atomic.Bool
 	hold.Store(true)
 	var kicked atomic.Bool

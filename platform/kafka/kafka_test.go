@@ -511,6 +511,26 @@ func BenchmarkPublishToConsume(b *testing.B) {
 	}
 }
 
+// untilFollowing publishes events of stream from revision next on until the follower f handles
+// one (it joins at some moment; only events published from then on reach it), and returns the
+// revision of the last one published.
+func untilFollowing(t *testing.T, e *Embedded, f *collector, stream string, next uint64) uint64 {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; next++ {
+		publish(t, e.Brokers(), toKafka(t, envelope(stream, next, next+1)))
+		f.mu.Lock()
+		got := len(f.handled())
+		f.mu.Unlock()
+		if got > 0 {
+			return next
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the follower never got an event published after it started")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestConsumeFollowing: a follower starts at the end of the stream and commits nothing, so a
 // durable member of the same group later starts from the beginning.
 func TestConsumeFollowing(t *testing.T) {
@@ -520,21 +540,7 @@ func TestConsumeFollowing(t *testing.T) {
 		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", uint64(i), uint64(i+1))))
 	}
 	f := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "follower-group", Follow: true}, nil)
-	// The follower joins at some moment; events published from then on reach it.
-	next := uint64(3)
-	for deadline := time.Now().Add(15 * time.Second); ; next++ {
-		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", next, next+1)))
-		f.mu.Lock()
-		got := len(f.handled())
-		f.mu.Unlock()
-		if got > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the follower never got an event published after it started")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	next := untilFollowing(t, e, f, "collection-f", 3)
 	f.stop(t)
 	f.mu.Lock()
 	for _, ev := range f.handled() {

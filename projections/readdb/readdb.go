@@ -54,20 +54,26 @@ const sqliteBusyTimeout = 5 * time.Second
 // (the stores prepare their hot reads) is prepared again on every new connection. database/sql's
 // default of two idle connections made every status poll under load open one.
 func OpenSQLite(path string) (*sql.DB, error) {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	size := SQLitePoolSize()
+	return openSQLite(path, q, size)
+}
+
+// openSQLite opens the SQLite database at path with the pragmas of q, busy_timeout and an
+// immediate transaction lock added, keeping a pool of size connections open for good.
+func openSQLite(path string, q url.Values, size int) (*sql.DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		// The driver splits the DSN at '?', so such a path would silently open another file.
 		return nil, fmt.Errorf("open sqlite read model %q: path must be non-empty and free of '?'", path)
 	}
-	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "NORMAL")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
 	}
-	size := SQLitePoolSize()
 	db.SetMaxOpenConns(size)
 	db.SetMaxIdleConns(size)
 	db.SetConnMaxLifetime(0)
@@ -86,31 +92,14 @@ func OpenSQLite(path string) (*sql.DB, error) {
 // before it swaps them in), a 16 MiB page cache per connection and temporary b-trees in memory. A database
 // opened with OpenSQLite afterwards is WAL again.
 func OpenSQLiteBulk(path string) (*sql.DB, error) {
-	if path == "" || strings.ContainsRune(path, '?') {
-		return nil, fmt.Errorf("open sqlite read model %q: path must be non-empty and free of '?'", path)
-	}
 	q := url.Values{}
-	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
 	q.Set("_journal_mode", "OFF")
 	q.Set("_synchronous", "OFF")
-	q.Set("_txlock", "immediate")
 	q.Add("_pragma", "cache_size(-16384)")
 	q.Add("_pragma", "temp_store(MEMORY)")
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
-	}
 	// The rebuild's projector is the only user: one connection for its writes and one for a
 	// read a store might make beside its transaction.
-	db.SetMaxOpenConns(2)
-	db.SetMaxIdleConns(2)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	if err := db.Ping(); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)
-	}
-	return db, nil
+	return openSQLite(path, q, 2)
 }
 
 // SQLitePoolSize is how many connections a SQLite read model keeps open: two per CPU, at least
