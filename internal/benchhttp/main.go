@@ -83,7 +83,7 @@ func main() {
 	flag.StringVar(&c.profileDir, "profile-dir", "", "save CPU profiles of the status-poll and POST loads and heap profiles of the memory run there (implies -pprof)")
 	flag.DurationVar(&c.rebuildTimeout, "rebuild-timeout", 3*time.Minute, "bound on one `samla projections rebuild`")
 	flag.DurationVar(&c.memLoad, "mem-load", 30*time.Second, "duration of the POST load of the memory run")
-	flag.DurationVar(&c.memSettle, "mem-settle", 60*time.Second, "wait after the memory run's load before its last RSS reading")
+	flag.DurationVar(&c.memSettle, "mem-settle", 3*time.Minute, "wait after the memory run's load before its last RSS reading (the issue reads it three minutes later)")
 	flag.IntVar(&c.fairA, "fair-a", 600, "client A's collections waiting for a contact form (fairness)")
 	flag.IntVar(&c.fairB, "fair-b", 20, "client B's new collections timed from POST to COMPLETED, alone and beside A's (fairness)")
 	flag.DurationVar(&c.fairTimeout, "fair-timeout", 60*time.Second, "bound on client B's collections completing, each measurement (fairness)")
