@@ -111,12 +111,6 @@ func (v *View) lookup(id string) (slot *viewSlot, e viewEntry, removals uint64) 
 	return slot, e, sh.removals
 }
 
-// get returns the row of id, whatever its tenant.
-func (v *View) get(id string) (Row, bool) {
-	slot, e, _ := v.lookup(id)
-	return e.row, slot != nil
-}
-
 // setLocked puts e into sh as a new slot, touched now; sh.mu is held.
 func (sh *viewShard) setLocked(e viewEntry, now int64) {
 	slot := &viewSlot{viewEntry: e}
