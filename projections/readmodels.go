@@ -203,6 +203,18 @@ func openClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)
 	}
 	m.closers = append(m.closers, conn.Close)
+	if !fresh {
+		// A swap that died midway set served tables aside: they come back before the stores
+		// create the tables they miss (empty, and the projections would never refill them).
+		live, err := clickhouseDatabase(dsn)
+		if err == nil {
+			err = restoreClickHouseAside(ctx, conn, live)
+		}
+		if err != nil {
+			_ = m.Close()
+			return nil, fmt.Errorf("open clickhouse read models: %w", err)
+		}
+	}
 	if err := m.migrateClickHouse(ctx, conn, fresh); err != nil {
 		_ = m.Close()
 		return nil, fmt.Errorf("open clickhouse read models: %w", err)

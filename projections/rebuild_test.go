@@ -251,3 +251,95 @@ func TestSQLiteRebuildKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLiteRebuildSwapFinishedOnceAmongConcurrentOpens: the roles of a service open the read
+// models at once after a rebuild was killed in its swap; one of them finishes the swap and the
+// others find it done, so that no interleaving renames a model away (found in review).
+func TestSQLiteRebuildSwapFinishedOnceAmongConcurrentOpens(t *testing.T) {
+	dir := t.TempDir()
+	keys := keystore.NewMemory()
+	m, err := projections.OpenSQLiteReadModels(dir, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := servedModel(t, m, eventlog.New(t))
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(dir, projections.SQLiteDir)
+	build := live + ".rebuild"
+	if err := os.CopyFS(build, os.DirFS(live)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(build, "REBUILD-COMPLETE"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const opens = 4
+	opened := make(chan *projections.ReadModels, opens)
+	errs := make(chan error, opens)
+	for range opens {
+		go func() {
+			m, err := projections.OpenSQLiteReadModels(dir, keys)
+			if err != nil {
+				errs <- err
+				return
+			}
+			opened <- m
+		}()
+	}
+	for range opens {
+		select {
+		case err := <-errs:
+			t.Fatalf("a concurrent open: %v", err)
+		case m := <-opened:
+			verify(t, m, w)
+			_ = m.Close()
+		}
+	}
+	for _, left := range []string{build, live + ".old"} {
+		if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", left, err)
+		}
+	}
+}
+
+// TestClickHouseOpenRestoresWhatASwapSetAside: a swap that died midway (ClickHouse renames the
+// tables of one statement one by one) left a served table in <db>_old and none in its place;
+// the next open moves it back before it would create an empty one (found in review).
+func TestClickHouseOpenRestoresWhatASwapSetAside(t *testing.T) {
+	dsn := readdbtest.ClickHouseDatabase(t)
+	keys := keystore.NewMemory()
+	m, err := projections.OpenClickHouseReadModels(testCtx(t), dsn, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := servedModel(t, m, eventlog.New(t))
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := readdb.OpenClickHouse(testCtx(t), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	var db string
+	if err := conn.QueryRow(testCtx(t), `SELECT currentDatabase()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE DATABASE IF NOT EXISTS ` + db + `_old`,
+		`RENAME TABLE ` + db + `.collection_status TO ` + db + `_old.collection_status`} {
+		if err := conn.Exec(testCtx(t), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = conn.Exec(context.Background(), `DROP DATABASE IF EXISTS `+db+`_old`) })
+	m, err = projections.OpenClickHouseReadModels(testCtx(t), dsn, keys)
+	if err != nil {
+		t.Fatalf("open after a swap died midway: %v", err)
+	}
+	defer func() { _ = m.Close() }()
+	if !holdsOldRow(t, m) {
+		t.Fatal("the served table set aside did not come back")
+	}
+	verify(t, m, w)
+}

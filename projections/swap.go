@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/samla/samla/platform/filelock"
 	"github.com/samla/samla/projections/readdb"
 )
 
@@ -113,9 +115,35 @@ func (m *ReadModels) beginSQLiteRebuild() (*rebuildTarget, error) {
 	return &rebuildTarget{target: target, commit: commit, abort: abort}, nil
 }
 
+// swapLockFile serialises the processes that open the read models of one data dir at the same
+// moment: each may find a marked rebuild to finish, and two finishing it at once could rename
+// one's result away under the other (found in review).
+const swapLockFile = "readmodels.swap.lock"
+
+// swapLockWait bounds how long an open waits for another process's finishing of a swap.
+const swapLockWait = 30 * time.Second
+
 // finishSQLiteRebuild completes the swap of a rebuild that marked its databases complete, or
-// removes the directory of one that did not; either way no readmodels.old stays behind.
+// removes the directory of one that did not; either way no readmodels.old stays behind. It
+// runs alone among the processes opening the data dir (swapLockFile).
 func finishSQLiteRebuild(dataDir string) error {
+	path := filepath.Join(dataDir, swapLockFile)
+	deadline := time.Now().Add(swapLockWait)
+	for {
+		l, err := filelock.Exclusive(path)
+		if err == nil {
+			defer l.Release()
+			break
+		}
+		if !errors.Is(err, filelock.ErrHeld) || time.Now().After(deadline) {
+			return fmt.Errorf("finish a rebuild of the read models: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return finishSQLiteRebuildLocked(dataDir)
+}
+
+func finishSQLiteRebuildLocked(dataDir string) error {
 	live := filepath.Join(dataDir, SQLiteDir)
 	build, old := live+rebuildDirSuffix, live+oldDirSuffix
 	complete, err := exists(filepath.Join(build, rebuildComplete))
@@ -281,7 +309,11 @@ func (m *ReadModels) beginClickHouseRebuild(ctx context.Context) (*rebuildTarget
 			renames = append(renames, build+"."+t+" TO "+live+"."+t)
 		}
 		if err := m.conn.Exec(ctx, `RENAME TABLE `+strings.Join(renames, ", ")); err != nil {
-			return errors.Join(fmt.Errorf("swap in the rebuilt tables: %w", err), abort())
+			// ClickHouse renames the tables of one statement one by one: some may have moved.
+			// Every served table set aside comes back where no rebuilt one took its place, and
+			// only then are the leftovers dropped (found in review).
+			return errors.Join(fmt.Errorf("swap in the rebuilt tables: %w", err),
+				cleanClickHouseRebuild(context.WithoutCancel(ctx), m.conn, live))
 		}
 		// Swapped: what is left is dropping what no one reads any more.
 		return cleanClickHouseRebuild(ctx, m.conn, live)
@@ -289,10 +321,25 @@ func (m *ReadModels) beginClickHouseRebuild(ctx context.Context) (*rebuildTarget
 	return &rebuildTarget{target: target, commit: commit, abort: abort}, nil
 }
 
-// cleanClickHouseRebuild moves back the served tables that a killed swap set aside without
-// putting their rebuilt replacement in, and drops what a rebuild left behind.
+// cleanClickHouseRebuild moves back the served tables that a killed or failed swap set aside
+// without putting their rebuilt replacement in, and drops what a rebuild left behind.
 func cleanClickHouseRebuild(ctx context.Context, conn driver.Conn, live string) error {
-	build, old := live+rebuildDatabaseSuffix, live+oldDatabaseSuffix
+	if err := restoreClickHouseAside(ctx, conn, live); err != nil {
+		return err
+	}
+	for _, db := range []string{live + oldDatabaseSuffix, live + rebuildDatabaseSuffix} {
+		if err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+db); err != nil {
+			return fmt.Errorf("drop %s: %w", db, err)
+		}
+	}
+	return nil
+}
+
+// restoreClickHouseAside moves back the served tables a swap set aside (in <live>_old) where
+// no table of their name is served: every open does this before it creates the tables it
+// misses, which would otherwise be empty beside their rows set aside.
+func restoreClickHouseAside(ctx context.Context, conn driver.Conn, live string) error {
+	old := live + oldDatabaseSuffix
 	aside, err := clickhouseTables(ctx, conn, old)
 	if err != nil {
 		return err
@@ -310,11 +357,6 @@ func cleanClickHouseRebuild(ctx context.Context, conn driver.Conn, live string) 
 	if len(back) > 0 {
 		if err := conn.Exec(ctx, `RENAME TABLE `+strings.Join(back, ", ")); err != nil {
 			return fmt.Errorf("restore the tables a rebuild set aside: %w", err)
-		}
-	}
-	for _, db := range []string{old, build} {
-		if err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+db); err != nil {
-			return fmt.Errorf("drop %s: %w", db, err)
 		}
 	}
 	return nil
