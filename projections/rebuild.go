@@ -115,7 +115,7 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
 	readModels := len(build.target.Projectors())
-	total, err := replay(ctx, reader, build.target, size, func(events int, position uint64) {
+	total, last, err := replay(ctx, reader, build.target, size, 0, func(events int, position uint64) {
 		if opts.Progress != nil {
 			opts.Progress(RebuildProgress{Events: events, Position: position, Head: head,
 				ReadModels: readModels, Elapsed: time.Since(start)})
@@ -130,6 +130,15 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 	if err := build.commit(ctx); err != nil {
 		return total, fmt.Errorf("rebuild: swap in the rebuilt read models: %w", err)
 	}
+	// Events appended after the rebuild read the store's end, which a projection still running
+	// elsewhere (nothing stops one against ClickHouse and EventStoreDB) may have written into
+	// the tables just replaced, are folded into the new ones: the projectors ignore what they
+	// hold already (found in review).
+	caughtUp, _, err := replay(ctx, reader, models, size, last, func(int, uint64) {})
+	if err != nil {
+		return total, fmt.Errorf("rebuild: fold the events appended during the rebuild: %w", err)
+	}
+	total += caughtUp
 	if opts.Progress != nil {
 		opts.Progress(RebuildProgress{Events: total, Position: head, Head: head,
 			ReadModels: readModels, Elapsed: time.Since(start), Done: true})
@@ -144,8 +153,10 @@ type rebuildBatch struct {
 }
 
 // replay streams the event store through target's projectors; see RebuildWith.
-func replay(ctx context.Context, reader EventReader, target *ReadModels, size int,
-	progress func(events int, position uint64)) (int, error) {
+// It starts after the global position from (0: the beginning) and returns how many events it
+// replayed and the position of the last one (from when none).
+func replay(ctx context.Context, reader EventReader, target *ReadModels, size int, from uint64,
+	progress func(events int, position uint64)) (int, uint64, error) {
 	projectors := target.Projectors()
 	g, ctx := errgroup.WithContext(ctx)
 
@@ -153,9 +164,9 @@ func replay(ctx context.Context, reader EventReader, target *ReadModels, size in
 	// read model by at most two batches each, which bounds memory.
 	read := make(chan []eventschema.Envelope, 2)
 	var total int
+	after := from
 	g.Go(func() error {
 		defer close(read)
-		var after uint64
 		for {
 			batch, err := reader.ReadAll(ctx, after, size)
 			if err != nil {
@@ -264,9 +275,9 @@ func replay(ctx context.Context, reader EventReader, target *ReadModels, size in
 		return nil
 	})
 	if err := g.Wait(); err != nil {
-		return total, err
+		return total, after, err
 	}
-	return total, nil
+	return total, after, nil
 }
 
 // openBatch returns copies of batch's envelopes with their personal member opened

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
+	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/projections"
@@ -340,6 +342,53 @@ func TestClickHouseOpenRestoresWhatASwapSetAside(t *testing.T) {
 	defer func() { _ = m.Close() }()
 	if !holdsOldRow(t, m) {
 		t.Fatal("the served table set aside did not come back")
+	}
+	verify(t, m, w)
+}
+
+// endAppender serves the log and, the first time a read finds nothing more, appends one event,
+// as a command would right after the rebuild read the store's end.
+type endAppender struct {
+	log    *eventlog.Log
+	append func()
+	done   bool
+}
+
+func (r *endAppender) ReadAll(ctx context.Context, after uint64, limit int) ([]eventschema.Envelope, error) {
+	batch, err := r.log.ReadAll(ctx, after, limit)
+	if err == nil && len(batch) == 0 && !r.done {
+		r.done = true
+		r.append()
+	}
+	return batch, err
+}
+
+// TestRebuildFoldsWhatWasAppendedMeanwhile: an event appended after the rebuild read the
+// store's end (which a projection elsewhere may have written into the tables the swap replaces)
+// is in the rebuilt models (found in review).
+func TestRebuildFoldsWhatWasAppendedMeanwhile(t *testing.T) {
+	m, err := projections.OpenSQLiteReadModels(t.TempDir(), keystore.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close() }()
+	log := eventlog.New(t)
+	w := buildWorld(log, 20)
+	t0 := time.Date(2026, 5, 2, 8, 0, 0, 0, time.UTC)
+	reader := &endAppender{log: log, append: func() {
+		log.Append("acme", collection.StreamName("c-late"), t0, collection.Started{CollectionID: "c-late", ClientID: "acme",
+			Company: "se-demo-insurer", Product: collection.ProductInsurance, LoginMethod: "SWEDISH_MOBILE_EID_OTHER_DEVICE",
+			APIVersion: "2026-04-01", StartedAt: t0})
+		// Final, so that it stays out of the running collections verify lists.
+		log.Append("acme", collection.StreamName("c-late"), t0, collection.StatusChanged{From: collection.StatusRunning,
+			To: collection.StatusFailed, ChangedAt: t0})
+	}}
+	n, err := projections.Rebuild(testCtx(t), reader, m)
+	if err != nil || n != len(log.All()) {
+		t.Fatalf("rebuild: %d events, %v; want all %d", n, err, len(log.All()))
+	}
+	if _, err := m.Status.Get(testCtx(t), "acme", "c-late"); err != nil {
+		t.Fatalf("the collection started during the rebuild: %v", err)
 	}
 	verify(t, m, w)
 }
