@@ -206,7 +206,10 @@ func (s *scheduler) dispatch() {
 			q := s.ring[0]
 			s.ring[0] = nil
 			s.ring = s.ring[1:]
-			if s.perClient > 0 && q.active >= s.perClient {
+			// The ids a sweep or a restart found before their first step told whose they
+			// are queue together under "": capping them as one client would leave slots idle
+			// while their deadlines run (found in review).
+			if s.perClient > 0 && q.client != "" && q.active >= s.perClient {
 				s.ring = append(s.ring, q) // at its cap: its turn passes
 				continue
 			}

@@ -268,3 +268,29 @@ func BenchmarkStartWithParked(b *testing.B) {
 		})
 	}
 }
+
+// The ids a sweep or a restart found queue under "" until their first step tells whose they
+// are: the per-client cap does not hold them back as if they were one client, while a named
+// client stays capped (found in review).
+func TestSchedulerDoesNotCapUnknownClients(t *testing.T) {
+	s := newScheduler(8, 2, 100, nil)
+	defer s.stop()
+	release := make(chan struct{})
+	defer close(release)
+	block := func(ctx context.Context) stepResult {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return stepResult{}
+	}
+	for i := 0; i < 5; i++ {
+		s.submit(fmt.Sprint("unknown-", i), "", block)
+	}
+	for i := 0; i < 5; i++ {
+		s.submit(fmt.Sprint("acme-", i), "acme", block)
+	}
+	if active, queued, _ := s.counts(); active != 7 || queued != 3 {
+		t.Fatalf("active %d, queued %d; want the 5 unknown and acme's 2 running, acme's other 3 queued", active, queued)
+	}
+}
