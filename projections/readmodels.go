@@ -317,33 +317,6 @@ func (m *ReadModels) cancellationMetrics() cancellations.Metrics {
 	return cancellations.Metrics{Statuses: m.Metrics.CancellationStatuses, Signature: m.Metrics.CancellationSignature}
 }
 
-// Reset empties every read model in place. A rebuild does not use it: it builds new tables and
-// swaps them in (RebuildWith), so that no reader sees the models empty.
-func (m *ReadModels) Reset(ctx context.Context) error {
-	if err := m.Status.Reset(ctx); err != nil {
-		return err
-	}
-	if err := m.History.Reset(ctx); err != nil {
-		return err
-	}
-	if err := m.APIKeys.Reset(ctx); err != nil {
-		return err
-	}
-	if err := m.Data.Reset(ctx); err != nil {
-		return err
-	}
-	if err := m.Users.Reset(ctx); err != nil {
-		return err
-	}
-	if err := m.Consents.Reset(ctx); err != nil {
-		return err
-	}
-	if err := m.Cancellations.Reset(ctx); err != nil {
-		return err
-	}
-	return m.ClientSecurity.Reset(ctx)
-}
-
 // Close releases the databases. It is safe to call more than once.
 func (m *ReadModels) Close() error {
 	if m.closed {

@@ -46,9 +46,15 @@ func (s *Service) startRelay(ctx context.Context) {
 }
 
 func (s *Service) consume(groupID string, topics []string) projections.ConsumeFunc {
+	return s.consumeWith(kafka.ConsumerConfig{GroupID: groupID, Topics: topics})
+}
+
+// consumeWith is consume with the rest of cfg (a follower's) as given; the brokers and the
+// gather window are the process's.
+func (s *Service) consumeWith(cfg kafka.ConsumerConfig) projections.ConsumeFunc {
+	cfg.Brokers, cfg.MaxWait = s.brokers, consumerGatherWindow
 	return func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
-		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: groupID, Topics: topics, MaxWait: consumerGatherWindow},
-			s.log, handle) // Consume adds the group to its logger itself
+		return kafka.Consume(ctx, cfg, s.log, handle) // Consume adds the group to its logger itself
 	}
 }
 

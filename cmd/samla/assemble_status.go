@@ -21,9 +21,10 @@ import (
 // useStatusView puts the in-memory status view in front of the status read model, so that the
 // poll reads memory. A process that writes every status change itself (the query role and the
 // collection-status projection against the embedded broker, where its consumer is the group's
-// only member and sees every partition) writes through it. Any other query process follows the
-// event stream into it (startStatusFollower): a projection replica among several sees only its
-// partitions, and a query replica none.
+// only member and sees every partition) writes through it. Any other query process keeps it
+// within the follower's bounds (Followed), and against a Kafka cluster follows the event stream
+// into it (startStatusView): a projection replica among several sees only its partitions, and
+// a query replica none.
 func (s *Service) useStatusView() {
 	if !s.roles.Query || s.cfg.StatusViewRows <= 0 {
 		return
@@ -65,10 +66,8 @@ func (s *Service) startStatusView(ctx context.Context) {
 	}
 	host, _ := os.Hostname()
 	group := fmt.Sprintf("samla.status-view.%s.%d.%d", host, os.Getpid(), time.Now().UnixNano())
-	consume := func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
-		return kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: s.brokers, GroupID: group, Topics: projections.Topics(s.statusFollower),
-			MaxWait: consumerGatherWindow, Follow: true, OnRejoin: s.statusFollower.Rejoined}, s.log, handle)
-	}
+	consume := s.consumeWith(kafka.ConsumerConfig{GroupID: group, Topics: projections.Topics(s.statusFollower),
+		Follow: true, OnRejoin: s.statusFollower.Rejoined})
 	s.runRole(ctx, "status view", func(ctx context.Context) error {
 		return projections.Run(ctx, s.statusFollower, consume, s.metrics)
 	})

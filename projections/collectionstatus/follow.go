@@ -84,13 +84,13 @@ func (f *followedStore) Upsert(ctx context.Context, rows []Row) error {
 
 func (f *followedStore) ErasePersonal(ctx context.Context, tenant, userUUID string) error {
 	err := f.Store.ErasePersonal(ctx, tenant, userUUID)
-	f.view.drop(func(r Row) bool { return r.Tenant == tenant && r.UserUUID == userUUID })
+	f.view.dropUser(tenant, userUUID)
 	return err
 }
 
 func (f *followedStore) Reset(ctx context.Context) error {
 	err := f.Store.Reset(ctx)
-	f.view.drop(func(Row) bool { return true })
+	f.view.dropAll()
 	return err
 }
 
@@ -128,8 +128,7 @@ func (f *Follower) Categories() []string { return f.fold.Categories() }
 func (f *Follower) Handle(ctx context.Context, batch []eventschema.Envelope) error {
 	for _, env := range batch {
 		if user, ok := readdb.DeletedUser(env); ok {
-			tenant := env.Tenant
-			f.view.drop(func(r Row) bool { return r.Tenant == tenant && r.UserUUID == user })
+			f.view.dropUser(env.Tenant, user)
 			continue
 		}
 		id, ok := foldKey(env)
@@ -144,16 +143,7 @@ func (f *Follower) Handle(ctx context.Context, batch []eventschema.Envelope) err
 			f.view.forget(id)
 			continue
 		}
-		// Only the events the fold decodes need their personal part opened.
-		if folds(env.Type) {
-			payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
-			if err != nil {
-				f.view.forget(id)
-				continue
-			}
-			env.Payload = payload
-		}
-		next, changed, err := f.fold.apply(ctx, id, e.row, true, env)
+		next, changed, err := f.fold.foldSealed(ctx, id, e.row, true, env)
 		if err != nil || !changed {
 			f.view.forget(id)
 			continue

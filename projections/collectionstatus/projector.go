@@ -173,14 +173,20 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 	}
 }
 
-// folds tells whether apply decodes events of type t (and so needs their personal part opened);
-// it only notes the revision of the others.
-func folds(t string) bool {
-	switch t {
+// foldSealed is apply for an envelope as stored, sealed: the status view's follower and the
+// read-your-writes fallback read events from Kafka and the event store without the projections'
+// opening. Only the events apply decodes have their personal part opened; it only notes the
+// revision of the others.
+func (p *Projector) foldSealed(ctx context.Context, id string, row Row, exists bool, env eventschema.Envelope) (Row, bool, error) {
+	switch env.Type {
 	case collection.EventStarted, collection.EventStatusChanged, collection.EventInputSupplied:
-		return true
+		payload, _, err := eventschema.OpenPersonal(ctx, p.keys, env.Payload)
+		if err != nil {
+			return row, false, fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+		}
+		env.Payload = payload
 	}
-	return false
+	return p.apply(ctx, id, row, exists, env)
 }
 
 func (p *Projector) decode(env eventschema.Envelope) (any, error) {

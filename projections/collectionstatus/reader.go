@@ -177,14 +177,7 @@ func (f *eventFallback) row(ctx context.Context, tenant, collectionID string) (R
 		exists bool
 	)
 	for _, env := range events {
-		if folds(env.Type) {
-			payload, _, err := eventschema.OpenPersonal(ctx, f.fold.keys, env.Payload)
-			if err != nil {
-				return Row{}, fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
-			}
-			env.Payload = payload
-		}
-		next, changed, err := f.fold.apply(ctx, collectionID, row, exists, env)
+		next, changed, err := f.fold.foldSealed(ctx, collectionID, row, exists, env)
 		if err != nil {
 			return Row{}, fmt.Errorf("collection %s from the event store: %w", collectionID, err)
 		}

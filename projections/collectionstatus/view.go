@@ -278,6 +278,17 @@ func (v *View) drop(match func(Row) bool) {
 	}
 }
 
+// dropUser forgets the rows of tenant's user userUUID (its erasure); a collection of no user is
+// never one of them.
+func (v *View) dropUser(tenant, userUUID string) {
+	if userUUID != "" {
+		v.drop(func(r Row) bool { return r.Tenant == tenant && r.UserUUID == userUUID })
+	}
+}
+
+// dropAll forgets every row.
+func (v *View) dropAll() { v.drop(func(Row) bool { return true }) }
+
 // Sweep drops the rows nobody read or wrote in the last idle, and returns how many. A row of a
 // collection clients still poll is touched every poll and stays.
 func (v *View) Sweep(idle time.Duration) int {
@@ -358,16 +369,14 @@ func (c *cachedStore) ErasePersonal(ctx context.Context, tenant, userUUID string
 	if err := c.Store.ErasePersonal(ctx, tenant, userUUID); err != nil {
 		return err
 	}
-	if userUUID != "" {
-		c.view.drop(func(r Row) bool { return r.Tenant == tenant && r.UserUUID == userUUID })
-	}
+	c.view.dropUser(tenant, userUUID)
 	return nil
 }
 
 // Reset empties the Store and the view.
 func (c *cachedStore) Reset(ctx context.Context) error {
 	err := c.Store.Reset(ctx)
-	c.view.drop(func(Row) bool { return true })
+	c.view.dropAll()
 	return err
 }
 
