@@ -164,10 +164,6 @@ func WithCallbackRetry(attempts int, backoff retry.Backoff) Option {
 	return func(o *options) { o.callbackAttempts, o.callbackBackoff = attempts, backoff }
 }
 
-// WithCallbackClient sets the HTTP client that delivers callbacks (its redirects are never
-// followed: a callback goes where the client said, or nowhere).
-func WithCallbackClient(c *http.Client) Option { return func(o *options) { o.callbackClient = c } }
-
 // WithLinkBase sets the root of the signing links in the messages.
 func WithLinkBase(u string) Option { return func(o *options) { o.linkBase = u } }
 
@@ -330,13 +326,9 @@ func New(opts ...Option) (*Provider, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
-	if o.callbackClient == nil {
-		o.callbackClient = &http.Client{Timeout: DefaultCallbackTimeout}
-	}
-	// A copy, so that the caller's client keeps following redirects for its own use.
-	cc := *o.callbackClient
-	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	o.callbackClient = &cc
+	// A callback's redirects are never followed: it goes where the client said, or nowhere.
+	o.callbackClient = &http.Client{Timeout: DefaultCallbackTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	s, err := newSealer(o.now())
 	if err != nil {
 		return nil, err
