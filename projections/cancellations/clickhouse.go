@@ -79,13 +79,8 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 // GetMany implements Store. document_id is the sorting key, so filtering on it before FINAL
 // keeps or drops every version of a row together.
 func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	out := make(map[string]Row, len(ids))
-	err := readdb.ClickHouseByKeys(ctx, s.conn, "cancellations", scanClickHouseRow, func(r Row) { out[r.DocumentID] = r },
+	return readdb.ClickHouseMapByKeys(ctx, s.conn, "cancellations", scanClickHouseRow, func(r Row) string { return r.DocumentID },
 		`SELECT `+clickhouseColumns+` FROM cancellations FINAL WHERE document_id IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store. Among equal revisions ReplacingMergeTree keeps whichever version it

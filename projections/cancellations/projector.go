@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/domain/user"
@@ -141,7 +140,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		if exists {
 			return row, nil, false, nil // a stream starts once
 		}
-		ev, err := decode[cancellation.Requested](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Requested](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
@@ -161,13 +160,13 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 	var doc *Document
 	switch env.Type {
 	case cancellation.EventClaimed:
-		ev, err := decode[cancellation.Claimed](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Claimed](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
 		row.UpdatedAt = readdb.EventTime(ev.ClaimedAt, env)
 	case cancellation.EventSent:
-		ev, err := decode[cancellation.Sent](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Sent](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
@@ -175,7 +174,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		row.SentAt, row.Deadline = readdb.EventTime(ev.At, env), stored(ev.Deadline)
 		row.UpdatedAt = row.SentAt
 	case cancellation.EventSigned:
-		ev, err := decode[cancellation.Signed](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Signed](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
@@ -183,7 +182,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		row.SignedAt = readdb.EventTime(ev.SignedAt, env)
 		row.EndedAt, row.UpdatedAt = row.SignedAt, row.SignedAt
 	case cancellation.EventSealed:
-		ev, err := decode[cancellation.Sealed](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Sealed](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
@@ -201,33 +200,33 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 			}
 		}
 	case cancellation.EventRejected:
-		ev, err := decode[cancellation.Rejected](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Rejected](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
 		row = ended(row, cancellation.StatusRejected, readdb.EventTime(ev.At, env))
 	case cancellation.EventTimedOut:
-		ev, err := decode[cancellation.TimedOut](p.reg, env)
+		ev, err := readdb.Decode[cancellation.TimedOut](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
 		row = ended(row, cancellation.StatusTimedOut, readdb.EventTime(ev.At, env))
 	case cancellation.EventCanceled:
-		ev, err := decode[cancellation.Canceled](p.reg, env)
+		ev, err := readdb.Decode[cancellation.Canceled](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
 		row = ended(row, cancellation.StatusCanceled, readdb.EventTime(ev.At, env))
 		row.CancelReason = string(ev.Reason)
 	case cancellation.EventDocumentFailed:
-		ev, err := decode[cancellation.DocumentFailed](p.reg, env)
+		ev, err := readdb.Decode[cancellation.DocumentFailed](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
 		row = ended(row, cancellation.StatusDocumentError, readdb.EventTime(ev.At, env))
 		row.ErrorCode = ev.Code
 	case cancellation.EventProviderNotified:
-		ev, err := decode[cancellation.ProviderNotified](p.reg, env)
+		ev, err := readdb.Decode[cancellation.ProviderNotified](p.reg, env)
 		if err != nil {
 			return row, nil, false, err
 		}
@@ -249,17 +248,3 @@ func ended(row Row, status cancellation.Status, at time.Time) Row {
 
 // stored is a time at the precision the read model keeps.
 func stored(t time.Time) time.Time { return readdb.FromMillis(readdb.Millis(t)) }
-
-// decode decodes env into the event type E.
-func decode[E domain.Event](reg *eventschema.Registry, env eventschema.Envelope) (E, error) {
-	var zero E
-	ev, err := reg.Decode(env)
-	if err != nil {
-		return zero, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
-	}
-	e, ok := ev.(E)
-	if !ok {
-		return zero, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
-	}
-	return e, nil
-}

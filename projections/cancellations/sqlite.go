@@ -110,13 +110,8 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	out := make(map[string]Row, len(ids))
-	err := readdb.SQLiteByKeys(ctx, s.db, "cancellations", scanSQLiteRow, func(r Row) { out[r.DocumentID] = r },
+	return readdb.SQLiteMapByKeys(ctx, s.db, "cancellations", scanSQLiteRow, func(r Row) string { return r.DocumentID },
 		`SELECT `+sqliteColumns+` FROM cancellations WHERE document_id IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store in one transaction: documents and rows commit together; the WHERE
@@ -247,18 +242,7 @@ func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
-	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		for _, table := range []string{"cancellation_documents", "cancellations"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
-				return fmt.Errorf("%s: %w", table, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("reset cancellations: %w", err)
-	}
-	return nil
+	return readdb.DeleteAll(ctx, s.db, "cancellations", "cancellation_documents", "cancellations")
 }
 
 func (s *SQLiteStore) query(ctx context.Context, each func(Row), q string, args ...any) error {

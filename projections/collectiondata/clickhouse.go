@@ -90,13 +90,8 @@ func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string
 	if rows, ok := s.memo.Get(ids); ok {
 		return rows, nil
 	}
-	out := make(map[string]Row, len(ids))
-	err := readdb.ClickHouseByKeys(ctx, s.conn, "collection data", scanClickHouseRow, func(r Row) { out[r.CollectionID] = r },
+	return readdb.ClickHouseMapByKeys(ctx, s.conn, "collection data", scanClickHouseRow, func(r Row) string { return r.CollectionID },
 		`SELECT `+clickhouseColumns+` FROM collection_data FINAL WHERE collection_id IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store.

@@ -116,13 +116,8 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	out := make(map[string]Row, len(ids))
-	err := readdb.SQLiteByKeys(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) { out[r.CollectionID] = r },
+	return readdb.SQLiteMapByKeys(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) string { return r.CollectionID },
 		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store in one transaction: documents and rows commit together, however
@@ -266,18 +261,7 @@ func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
-	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		for _, table := range []string{"collection_documents", "collection_data"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
-				return fmt.Errorf("%s: %w", table, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("reset collection_data: %w", err)
-	}
-	return nil
+	return readdb.DeleteAll(ctx, s.db, "collection_data", "collection_documents", "collection_data")
 }
 
 func scanSQLiteRow(rows readdb.Rows) (Row, error) {

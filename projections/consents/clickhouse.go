@@ -72,13 +72,8 @@ func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string
 	if rows, ok := s.memo.Get(ids); ok {
 		return rows, nil
 	}
-	out := make(map[string]Row, len(ids))
-	err := readdb.ClickHouseByKeys(ctx, s.conn, "consents", scanClickHouseRow, func(r Row) { out[r.ConsentID] = r },
+	return readdb.ClickHouseMapByKeys(ctx, s.conn, "consents", scanClickHouseRow, func(r Row) string { return r.ConsentID },
 		`SELECT `+clickhouseColumns+` FROM consents FINAL WHERE consent_id IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store. Among equal revisions ReplacingMergeTree keeps whichever version it

@@ -130,7 +130,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		if exists {
 			return row, false, nil // a stream starts once
 		}
-		ev, err := decode[consent.Created](p.reg, env)
+		ev, err := readdb.Decode[consent.Created](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -151,7 +151,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 	}
 	switch env.Type {
 	case consent.EventAuthorizationStarted:
-		ev, err := decode[consent.AuthorizationStarted](p.reg, env)
+		ev, err := readdb.Decode[consent.AuthorizationStarted](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -173,7 +173,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 			}
 		}
 	case consent.EventAuthorized:
-		ev, err := decode[consent.Authorized](p.reg, env)
+		ev, err := readdb.Decode[consent.Authorized](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -181,7 +181,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		row.AuthorizedAt, row.ExpiresAt = readdb.EventTime(ev.AuthorizedAt, env), stored(ev.ExpiresAt)
 		row.UpdatedAt = row.AuthorizedAt
 	case consent.EventFailed:
-		ev, err := decode[consent.Failed](p.reg, env)
+		ev, err := readdb.Decode[consent.Failed](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -189,14 +189,14 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		row.ErrorCode, row.ErrorMessage = string(ev.Code), ev.Message
 		row.UpdatedAt = readdb.EventTime(ev.At, env)
 	case consent.EventRevoked:
-		ev, err := decode[consent.Revoked](p.reg, env)
+		ev, err := readdb.Decode[consent.Revoked](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
 		row.Status, row.Personal, row.RevokeReason = string(consent.StatusRevoked), sealed.Value{}, string(ev.Reason)
 		row.UpdatedAt = readdb.EventTime(ev.At, env)
 	case consent.EventExpired:
-		ev, err := decode[consent.Expired](p.reg, env)
+		ev, err := readdb.Decode[consent.Expired](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -229,17 +229,3 @@ func (p *Projector) seal(ctx context.Context, row Row, order Order) (sealed.Valu
 
 // stored is a time at the precision the read model keeps.
 func stored(t time.Time) time.Time { return readdb.FromMillis(readdb.Millis(t)) }
-
-// decode decodes env into the event type E.
-func decode[E domain.Event](reg *eventschema.Registry, env eventschema.Envelope) (E, error) {
-	var zero E
-	ev, err := reg.Decode(env)
-	if err != nil {
-		return zero, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
-	}
-	e, ok := ev.(E)
-	if !ok {
-		return zero, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
-	}
-	return e, nil
-}

@@ -92,37 +92,23 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	out := make(map[string]Row, len(ids))
-	err := readdb.SQLiteByKeys(ctx, s.db, "consents", scanSQLiteRow, func(r Row) { out[r.ConsentID] = r },
+	return readdb.SQLiteMapByKeys(ctx, s.db, "consents", scanSQLiteRow, func(r Row) string { return r.ConsentID },
 		`SELECT `+sqliteColumns+` FROM consents WHERE consent_id IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store in one transaction; the WHERE clause keeps newer rows.
 func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, func(r Row) ([]any, error) {
-			personal := r.Personal.Bytes()
-			if personal == nil {
-				personal = []byte{}
-			}
-			return []any{r.ConsentID, r.Tenant, r.UserUUID, r.Company, r.LoginMethod, r.Status, encodeScope(r.Scope),
-				r.BankConsentID, r.ErrorCode, r.ErrorMessage, r.RevokeReason, personal,
-				readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), readdb.Millis(r.AuthorizationStartedAt),
-				readdb.Millis(r.AuthorizationDeadline), readdb.Millis(r.AuthorizedAt), readdb.Millis(r.ExpiresAt),
-				int64(r.Revision)}, nil
-		})
+	return readdb.Upsert(ctx, s.db, "consents", sqliteUpsert, rows, func(r Row) ([]any, error) {
+		personal := r.Personal.Bytes()
+		if personal == nil {
+			personal = []byte{}
+		}
+		return []any{r.ConsentID, r.Tenant, r.UserUUID, r.Company, r.LoginMethod, r.Status, encodeScope(r.Scope),
+			r.BankConsentID, r.ErrorCode, r.ErrorMessage, r.RevokeReason, personal,
+			readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), readdb.Millis(r.AuthorizationStartedAt),
+			readdb.Millis(r.AuthorizationDeadline), readdb.Millis(r.AuthorizedAt), readdb.Millis(r.ExpiresAt),
+			int64(r.Revision)}, nil
 	})
-	if err != nil {
-		return fmt.Errorf("upsert consents: %w", err)
-	}
-	return nil
 }
 
 // Get implements Store.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/user"
 	"github.com/samla/samla/eventschema"
 )
@@ -95,4 +96,18 @@ func DeletedUser(env eventschema.Envelope) (userUUID string, ok bool) {
 	}
 	id := strings.TrimPrefix(env.Stream, user.StreamPrefix)
 	return id, id != ""
+}
+
+// Decode decodes env into the event type E.
+func Decode[E domain.Event](reg *eventschema.Registry, env eventschema.Envelope) (E, error) {
+	var zero E
+	ev, err := reg.Decode(env)
+	if err != nil {
+		return zero, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+	}
+	e, ok := ev.(E)
+	if !ok {
+		return zero, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
+	}
+	return e, nil
 }

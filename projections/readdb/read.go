@@ -137,6 +137,24 @@ func SQLiteByKeys[R any](ctx context.Context, db *sql.DB, what string, scan func
 	return nil
 }
 
+// SQLiteMapByKeys is SQLiteByKeys into a map of the rows found, by their key: a store's GetMany.
+func SQLiteMapByKeys[R any](ctx context.Context, db *sql.DB, what string, scan func(Rows) (R, error), key func(R) string, q string, keys []string) (map[string]R, error) {
+	out := make(map[string]R, len(keys))
+	if err := SQLiteByKeys(ctx, db, what, scan, func(r R) { out[key(r)] = r }, q, keys); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ClickHouseMapByKeys is SQLiteMapByKeys on ClickHouse.
+func ClickHouseMapByKeys[R any](ctx context.Context, conn driver.Conn, what string, scan func(Rows) (R, error), key func(R) string, q string, keys []string) (map[string]R, error) {
+	out := make(map[string]R, len(keys))
+	if err := ClickHouseByKeys(ctx, conn, what, scan, func(r R) { out[key(r)] = r }, q, keys); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClickHouseByKeys is SQLiteByKeys on ClickHouse, in chunks of ClickHouseMaxIn bound as one
 // InSet: q ends with "… IN".
 func ClickHouseByKeys[R any](ctx context.Context, conn driver.Conn, what string, scan func(Rows) (R, error), each func(R), q string, keys []string) error {

@@ -24,6 +24,35 @@ func InTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return nil
 }
 
+// Upsert runs ExecEach of stmt over items in one transaction (InTx), and nothing for no items;
+// an error names what was upserted.
+func Upsert[T any](ctx context.Context, db *sql.DB, what, stmt string, items []T, values func(T) ([]any, error)) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if err := InTx(ctx, db, func(tx *sql.Tx) error { return ExecEach(ctx, tx, stmt, items, values) }); err != nil {
+		return fmt.Errorf("upsert %s: %w", what, err)
+	}
+	return nil
+}
+
+// DeleteAll empties tables, in order, in one transaction: a SQLite store's Reset. An error
+// names what was reset and the table.
+func DeleteAll(ctx context.Context, db *sql.DB, what string, tables ...string) error {
+	err := InTx(ctx, db, func(tx *sql.Tx) error {
+		for _, table := range tables {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset %s: %w", what, err)
+	}
+	return nil
+}
+
 // ExecEach executes stmt once per item with the arguments values returns, in tx; an error from
 // values is returned as it is, and no items prepare nothing. With an upsert whose DO UPDATE is
 // guarded by WHERE excluded.revision > table.revision, this is the read models' upsert-if-newer.

@@ -80,13 +80,8 @@ func (s *ClickHouseStore) GetMany(ctx context.Context, ids []string) (map[string
 	if rows, ok := s.memo.Get(ids); ok {
 		return rows, nil
 	}
-	out := make(map[string]Row, len(ids))
-	err := readdb.ClickHouseByKeys(ctx, s.conn, "users", scanClickHouseRow, func(r Row) { out[r.UserUUID] = r },
+	return readdb.ClickHouseMapByKeys(ctx, s.conn, "users", scanClickHouseRow, func(r Row) string { return r.UserUUID },
 		`SELECT `+clickhouseColumns+` FROM users FINAL WHERE user_uuid IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store. Among equal revisions ReplacingMergeTree keeps whichever version it

@@ -95,7 +95,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		if exists {
 			return row, false, nil // a stream starts once
 		}
-		ev, err := decode[user.Created](p.reg, env)
+		ev, err := readdb.Decode[user.Created](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -114,7 +114,7 @@ func (p *Projector) apply(ctx context.Context, id string, row Row, exists bool, 
 		if !exists {
 			return row, false, nil
 		}
-		ev, err := decode[user.Deleted](p.reg, env)
+		ev, err := readdb.Decode[user.Deleted](p.reg, env)
 		if err != nil {
 			return row, false, err
 		}
@@ -158,7 +158,7 @@ func (p *Projector) reservation(ctx context.Context, env eventschema.Envelope) (
 	key := strings.TrimPrefix(env.Stream, user.ReservationStreamPrefix)
 	switch env.Type {
 	case user.EventExternalIDReserved:
-		ev, err := decode[user.ExternalIDReserved](p.reg, env)
+		ev, err := readdb.Decode[user.ExternalIDReserved](p.reg, env)
 		if err != nil {
 			return ExternalIDRow{}, false, err
 		}
@@ -194,18 +194,4 @@ func sealHolder(ctx context.Context, keys eventschema.Keys, subject, userUUID st
 		return sealed.Value{}, fmt.Errorf("encode the holder: %w", err)
 	}
 	return sealed.Seal(ctx, keys, subject, plain)
-}
-
-// decode decodes env into the event type E.
-func decode[E domain.Event](reg *eventschema.Registry, env eventschema.Envelope) (E, error) {
-	var zero E
-	ev, err := reg.Decode(env)
-	if err != nil {
-		return zero, fmt.Errorf("decode %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
-	}
-	e, ok := ev.(E)
-	if !ok {
-		return zero, fmt.Errorf("%s at %s/%d decoded as %T", env.Type, env.Stream, env.Revision, ev)
-	}
-	return e, nil
 }

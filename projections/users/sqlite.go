@@ -86,46 +86,23 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	out := make(map[string]Row, len(ids))
-	err := readdb.SQLiteByKeys(ctx, s.db, "users", scanSQLiteRow, func(r Row) { out[r.UserUUID] = r },
+	return readdb.SQLiteMapByKeys(ctx, s.db, "users", scanSQLiteRow, func(r Row) string { return r.UserUUID },
 		`SELECT `+sqliteColumns+` FROM users WHERE user_uuid IN`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Upsert implements Store in one transaction; the WHERE clause keeps newer rows.
 func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, func(r Row) ([]any, error) {
-			return []any{r.UserUUID, r.Tenant, personalArg(r.Personal), readdb.Millis(r.CreatedAt),
-				readdb.Millis(r.DeletedAt), int64(r.Revision)}, nil
-		})
+	return readdb.Upsert(ctx, s.db, "users", sqliteUpsert, rows, func(r Row) ([]any, error) {
+		return []any{r.UserUUID, r.Tenant, personalArg(r.Personal), readdb.Millis(r.CreatedAt),
+			readdb.Millis(r.DeletedAt), int64(r.Revision)}, nil
 	})
-	if err != nil {
-		return fmt.Errorf("upsert users: %w", err)
-	}
-	return nil
 }
 
 // UpsertExternalIDs implements Store in one transaction.
 func (s *SQLiteStore) UpsertExternalIDs(ctx context.Context, rows []ExternalIDRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEach(ctx, tx, sqliteUpsertExternalID, rows, func(r ExternalIDRow) ([]any, error) {
-			return []any{r.Key, r.Tenant, personalArg(r.Holder.Bytes()), r.Released, int64(r.Revision)}, nil
-		})
+	return readdb.Upsert(ctx, s.db, "user external ids", sqliteUpsertExternalID, rows, func(r ExternalIDRow) ([]any, error) {
+		return []any{r.Key, r.Tenant, personalArg(r.Holder.Bytes()), r.Released, int64(r.Revision)}, nil
 	})
-	if err != nil {
-		return fmt.Errorf("upsert user external ids: %w", err)
-	}
-	return nil
 }
 
 // Get implements Store.

@@ -1,13 +1,11 @@
 package httpquery
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/samla/samla/platform/httpapi"
-	"github.com/samla/samla/platform/uuids"
 	"github.com/samla/samla/query"
 	"github.com/samla/samla/query/presenter"
 )
@@ -35,27 +33,8 @@ func consentNotFound(c *gin.Context) {
 // loadConsent reads the path's consent of the client: a malformed id, an unknown consent and
 // another client's are not found alike; a user's session is refused (403) another user's.
 func (h *handlers) loadConsent(c *gin.Context) (query.ConsentView, bool) {
-	id, ok := uuids.Canonical(c.Param(consentIDParam))
-	if !ok {
-		consentNotFound(c)
-		return query.ConsentView{}, false
-	}
-	view, err := h.deps.Consents.Get(c.Request.Context(), httpapi.ClientID(c), id)
-	switch {
-	case errors.Is(err, query.ErrNotFound):
-		consentNotFound(c)
-		return query.ConsentView{}, false
-	case err != nil:
-		httpapi.AbortInternal(c, err)
-		return query.ConsentView{}, false
-	case view.Tenant != httpapi.ClientID(c):
-		// The reader is supposed to scope by tenant; this guard keeps a reader bug from leaking.
-		consentNotFound(c)
-		return query.ConsentView{}, false
-	case !httpapi.RequireSessionUser(c, view.UserUUID):
-		return query.ConsentView{}, false
-	}
-	return view, true
+	owner := func(v query.ConsentView) (tenant, userUUID string) { return v.Tenant, v.UserUUID }
+	return loadOwned(c, consentIDParam, consentNotFound, h.deps.Consents.Get, owner)
 }
 
 func (h *handlers) consentStatus(c *gin.Context) {
