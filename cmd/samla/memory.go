@@ -10,15 +10,16 @@ import (
 // idleHeapCheck is how often the process looks at its free heap; idleHeapLimit is how much free
 // heap it keeps from the operating system.
 const (
-	idleHeapCheck = 30 * time.Second
-	idleHeapLimit = 32 << 20
+	idleHeapCheck = 15 * time.Second
+	idleHeapLimit = 8 << 20
 )
 
 // returnIdleMemory gives the heap's free pages back to the operating system once a burst is
 // over. Go's own scavenger returns them slowly and keeps what the last peak needed: after a
 // 30-second POST load the process stayed at 3–4× its resident size at start for minutes,
 // with a live heap back near its size at start. Each check reads one runtime metric; a return
-// costs one collection, at most every idleHeapCheck.
+// costs one collection, at most every idleHeapCheck (a few milliseconds of CPU for a heap of
+// tens of megabytes, so the limit can be low).
 func returnIdleMemory() {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(sample)

@@ -78,6 +78,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/sandbox/eidsim"
+	"github.com/samla/samla/connectors/sandbox/internal/shrink"
 	"github.com/samla/samla/connectors/sandbox/signingsim"
 )
 
@@ -222,8 +223,12 @@ type Sandbox struct {
 	sessions    map[string]*loginSession // by session id
 	idempotency map[string]string        // company id + "\x00" + key → session id
 	lastPurge   time.Time                // when purgeLocked last looked
-	consents    map[string]*bankConsent  // PSD2 consents by consent id (consent.go)
-	consentKeys map[string]string        // company id + "\x00" + key → consent id
+	// sessionsPeak is the most sessions held since the maps were last copied: a purge that
+	// finds a burst's sessions mostly ended copies sessions and idempotency into new maps,
+	// which let go of the buckets (Go maps keep them after deletes).
+	sessionsPeak shrink.Peak
+	consents     map[string]*bankConsent // PSD2 consents by consent id (consent.go)
+	consentKeys  map[string]string       // company id + "\x00" + key → consent id
 
 	rngMu sync.Mutex
 	rng   *rand.Rand

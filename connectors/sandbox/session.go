@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/sandbox/eidsim"
+	"github.com/samla/samla/connectors/sandbox/internal/shrink"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/domain/personnummer"
@@ -443,6 +444,7 @@ func (s *Sandbox) createSession(w http.ResponseWriter, r *http.Request) {
 		s.beginLogin(ls, now)
 	}
 	s.sessions[ls.id] = ls
+	s.sessionsPeak.Saw(len(s.sessions))
 	if key != "" {
 		s.idempotency[co.id+"\x00"+key] = ls.id
 	}
@@ -467,6 +469,11 @@ func (s *Sandbox) purgeLocked(now time.Time) {
 		if now.Sub(ls.created) > s.opts.sessionTTL {
 			s.forgetLocked(id, ls, now)
 		}
+	}
+	if s.sessionsPeak.Due(len(s.sessions)) {
+		s.sessions = shrink.Map(s.sessions)
+		s.idempotency = shrink.Map(s.idempotency)
+		s.sessionsPeak.Reset(len(s.sessions))
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samla/samla/connectors/sandbox/internal/shrink"
 	"github.com/samla/samla/domain/eid"
 )
 
@@ -128,6 +129,9 @@ type Simulator struct {
 	pendingByPerson    map[string]map[string]*order
 	pendingByReference map[string]map[string]*order
 	lastPurge          time.Time
+	// peak is the most orders held since the maps were last copied: a purge that leaves a
+	// burst's maps mostly empty copies them into new ones, which let go of the buckets.
+	peak shrink.Peak
 }
 
 type order struct {
@@ -378,15 +382,29 @@ func (s *Simulator) purgeLocked(now time.Time) {
 		return
 	}
 	s.lastPurge = now
+	s.peak.Saw(len(s.orders))
 	for ref, o := range s.orders {
 		if now.Sub(o.StartedAt) > s.keep {
 			delete(s.orders, ref)
-			if m := s.pendingByPerson[o.req.PersonalNumber]; m != nil {
-				delete(m, ref)
-			}
-			if m := s.pendingByReference[o.req.Reference]; m != nil {
-				delete(m, ref)
-			}
+			unindex(s.pendingByPerson, o.req.PersonalNumber, ref)
+			unindex(s.pendingByReference, o.req.Reference, ref)
+		}
+	}
+	if s.peak.Due(len(s.orders)) {
+		s.orders = shrink.Map(s.orders)
+		s.pendingByPerson = shrink.Map(s.pendingByPerson)
+		s.pendingByReference = shrink.Map(s.pendingByReference)
+		s.peak.Reset(len(s.orders))
+	}
+}
+
+// unindex drops the order ref from idx under key, and the key once no order is left under it:
+// every reference is a key of its own, so empty sets would pile up for good.
+func unindex(idx map[string]map[string]*order, key, ref string) {
+	if m := idx[key]; m != nil {
+		delete(m, ref)
+		if len(m) == 0 {
+			delete(idx, key)
 		}
 	}
 }
