@@ -127,6 +127,7 @@ type options struct {
 	signingOpts     []signingsim.Option
 	logger          *slog.Logger
 	now             func() time.Time
+	janitorInterval time.Duration
 	seed            uint64
 	seeded          bool
 }
@@ -246,7 +247,7 @@ func New(opts ...Option) (*Sandbox, error) {
 		mockSignDelay: DefaultMockSignDelay, eidOrderTimeout: DefaultEIDOrderTimeout,
 		sessionTTL: DefaultSessionTTL, userDelay: DefaultUserDelay, stepDelay: DefaultStepDelay,
 		productTimeout: DefaultProductTimeout, clientWait: DefaultClientWait, consentValidity: DefaultConsentValidity,
-		now: time.Now,
+		now: time.Now, janitorInterval: defaultJanitorInterval,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -327,13 +328,14 @@ func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	return s, nil
 }
 
-// janitorInterval is how often an idle sandbox forgets its expired sessions and EID orders.
-const janitorInterval = 30 * time.Second
+// defaultJanitorInterval is how often an idle sandbox forgets its expired sessions and EID
+// orders (options.janitorInterval; tests shorten it).
+const defaultJanitorInterval = 30 * time.Second
 
 // janitor forgets expired sessions and orders while the server runs: otherwise only a new
 // login does, and a burst's state would stay in memory until the next one.
 func (s *Sandbox) janitor() {
-	t := time.NewTicker(janitorInterval)
+	t := time.NewTicker(s.opts.janitorInterval)
 	defer t.Stop()
 	for {
 		select {
