@@ -40,6 +40,7 @@ func (s *Service) useStatusView() {
 	s.models.Status = collectionstatus.Followed(s.models.Status, view, collectionstatus.DefaultFollowFreshness, collectionstatus.DefaultFollowMaxAge)
 	if followsStatus(s.cfg, s.roles) {
 		s.statusFollower = collectionstatus.NewFollower(s.registry, view, s.keys)
+		s.statusFollower.OnDrop(func(reason string) { s.metrics.StatusFollowerDrops.WithLabelValues(reason).Inc() })
 	}
 }
 

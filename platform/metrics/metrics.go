@@ -46,6 +46,9 @@ type Metrics struct {
 	StatusViewEvictions prometheus.Counter
 	// StatusReadFallbacks counts the status polls answered from the event store because the
 	// read model did not show the collection yet (read-your-writes), by outcome (found, absent).
+	// StatusFollowerDrops counts the rows the status view's follower dropped (a gap in their
+	// revisions or an event it could not fold): each is read from the read model again.
+	StatusFollowerDrops *prometheus.CounterVec // reason
 	StatusReadFallbacks *prometheus.CounterVec // outcome
 	// ConnectorParked are the collection sessions waiting without a worker slot (for the user,
 	// the client's input or the company's next state); ConnectorQueued those ready for a step
@@ -145,13 +148,17 @@ func New(reg prometheus.Registerer) *Metrics {
 		StatusViewEvictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "samla_status_view_evictions_total", Help: "Rows the in-memory status view dropped to make room.",
 		}),
+		StatusFollowerDrops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_status_view_follower_drops_total",
+			Help: "Rows the status view's follower dropped, to be read from the read model again, by reason (gap, unfoldable).",
+		}, []string{"reason"}),
 		StatusReadFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "samla_status_event_store_reads_total",
 			Help: "Status polls of a collection the read model did not show yet, answered from the event store, by outcome (found, absent).",
 		}, []string{"outcome"}),
 		reg: reg,
 	}
-	reg.MustRegister(m.StatusViewEvictions, m.StatusReadFallbacks)
+	reg.MustRegister(m.StatusViewEvictions, m.StatusReadFallbacks, m.StatusFollowerDrops)
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,

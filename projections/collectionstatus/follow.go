@@ -97,8 +97,27 @@ func (f *followedStore) Reset(ctx context.Context) error {
 // Follower folds the event stream into a view. It is a projections.Projector by shape (Name,
 // Handle) but writes nothing durable; its consumer must start at the end and commit nothing.
 type Follower struct {
-	view *View
-	fold *Projector
+	view    *View
+	fold    *Projector
+	dropped func(reason string) // counts rows dropped on a gap or an unfoldable event; nil: not counted
+}
+
+// Follower drop reasons, for OnDrop.
+const (
+	DropGap        = "gap"        // the row missed revisions: it was read before events the follower passed
+	DropUnfoldable = "unfoldable" // the event could not be decoded, opened or folded onto the row
+)
+
+// OnDrop sets f to be told of every row the follower drops and why (DropGap, DropUnfoldable):
+// the next poll reads such a row from the read model again, so a steady count of unfoldable
+// events means every poll of those collections pays for a read. Call it before the follower runs.
+func (f *Follower) OnDrop(fn func(reason string)) { f.dropped = fn }
+
+func (f *Follower) drop(id, reason string) {
+	f.view.forget(id)
+	if f.dropped != nil {
+		f.dropped(reason)
+	}
 }
 
 // NewFollower returns the follower of view, decoding with reg and sealing personal parts with
@@ -140,11 +159,15 @@ func (f *Follower) Handle(ctx context.Context, batch []eventschema.Envelope) err
 			continue
 		}
 		if env.Revision != e.row.Revision+1 {
-			f.view.forget(id)
+			f.drop(id, DropGap)
 			continue
 		}
 		next, changed, err := f.fold.foldSealed(ctx, id, e.row, true, env)
-		if err != nil || !changed {
+		switch {
+		case err != nil:
+			f.drop(id, DropUnfoldable)
+			continue
+		case !changed:
 			f.view.forget(id)
 			continue
 		}

@@ -3,6 +3,7 @@ package collectionstatus_test
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
 	"time"
 
@@ -77,6 +78,8 @@ func TestFollowerKeepsTheViewCurrent(t *testing.T) {
 	ctx := context.Background()
 	s := newFollowScene(t)
 	stream := collection.StreamName("c-1")
+	var drops []string
+	s.follower.OnDrop(func(reason string) { drops = append(drops, reason) })
 	started := s.log.Append("acme", stream, s.t0, s.started("c-1"))
 	if err := s.project.Handle(ctx, []eventschema.Envelope{started}); err != nil {
 		t.Fatal(err)
@@ -108,6 +111,9 @@ func TestFollowerKeepsTheViewCurrent(t *testing.T) {
 	}
 	if got := s.poll("c-1"); got.Status != "COLLECTING" || got.Revision != 3 || s.durable.gets.Load() != 2 {
 		t.Fatalf("poll after a gap = %s/%d after %d reads, want COLLECTING/3 read again", got.Status, got.Revision, s.durable.gets.Load())
+	}
+	if !slices.Equal(drops, []string{collectionstatus.DropGap}) {
+		t.Fatalf("drops told = %v, want the one gap", drops)
 	}
 	// A deleted user's rows leave the view.
 	deleted := s.log.Append("acme", user.StreamName("u-1"), s.t0.Add(4*time.Second), user.Deleted{DeletedAt: s.t0.Add(4 * time.Second)})
