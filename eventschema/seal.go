@@ -131,7 +131,11 @@ func Open(ctx context.Context, keys Keys, stored []byte) (plain []byte, erased b
 	if err := json.Unmarshal(stored, &env); err != nil || env.Sealed == nil {
 		return nil, false, fmt.Errorf("%w: not a sealed form", ErrSealBroken)
 	}
-	s := env.Sealed
+	return openSealed(ctx, keys, env.Sealed)
+}
+
+// openSealed is Open of a decoded sealed form.
+func openSealed(ctx context.Context, keys Keys, s *sealed) (plain []byte, erased bool, err error) {
 	if s.V != sealVersion {
 		return nil, false, fmt.Errorf("%w: sealed form version %d", ErrSealBroken, s.V)
 	}

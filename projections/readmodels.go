@@ -287,17 +287,20 @@ func (m *ReadModels) Keys() eventschema.Keys { return m.keys }
 // events opened (Opening): the personal data plain, or absent for an erased subject. The audit
 // history opens none: it records whose personal data each sealed event held and summarises what
 // the event says publicly.
-func (m *ReadModels) Projectors() []Projector {
+func (m *ReadModels) Projectors() []Projector { return m.projectors(m.reg) }
+
+// projectors are Projectors decoding events with dec (a rebuild's decodes them once for all).
+func (m *ReadModels) projectors(dec readdb.Decoder) []Projector {
 	return []Projector{
-		Opening(collectionstatus.NewProjector(m.reg, m.Status, m.keys), m.keys),
+		Opening(collectionstatus.NewProjector(dec, m.Status, m.keys), m.keys),
 		eventhistory.NewProjector(m.reg, m.History),
-		Opening(apikeys.NewProjector(m.reg, m.APIKeys), m.keys),
-		Opening(collectiondata.NewProjector(m.reg, m.Data), m.keys),
-		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),
-		Opening(consents.NewProjector(m.reg, m.Consents, m.keys, m.consentMetrics()), m.keys),
-		Opening(cancellations.NewProjector(m.reg, m.Cancellations, m.keys, m.cancellationMetrics()), m.keys),
+		Opening(apikeys.NewProjector(dec, m.APIKeys), m.keys),
+		Opening(collectiondata.NewProjector(dec, m.Data), m.keys),
+		Opening(users.NewProjector(dec, m.Users, m.keys), m.keys),
+		Opening(consents.NewProjector(dec, m.Consents, m.keys, m.consentMetrics()), m.keys),
+		Opening(cancellations.NewProjector(dec, m.Cancellations, m.keys, m.cancellationMetrics()), m.keys),
 		// Certificates and settings name no person: the events it folds carry no personal data.
-		clientsecurity.NewProjector(m.reg, m.ClientSecurity),
+		clientsecurity.NewProjector(dec, m.ClientSecurity),
 	}
 }
 

@@ -98,8 +98,14 @@ func DeletedUser(env eventschema.Envelope) (userUUID string, ok bool) {
 	return id, id != ""
 }
 
+// Decoder decodes a stored event, opened: *eventschema.Registry, or a rebuild's memo of the
+// events it decoded once for every read model.
+type Decoder interface {
+	Decode(env eventschema.Envelope) (domain.Event, error)
+}
+
 // Decode decodes env into the event type E.
-func Decode[E domain.Event](reg *eventschema.Registry, env eventschema.Envelope) (E, error) {
+func Decode[E domain.Event](reg Decoder, env eventschema.Envelope) (E, error) {
 	var zero E
 	ev, err := reg.Decode(env)
 	if err != nil {

@@ -1,0 +1,172 @@
+package eventschema
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// PersonalParts is a stored payload's personal member taken apart in one scan, for a reader
+// that needs several of OpenPersonal, InspectPersonal, PersonalErased and WithoutPersonal of the
+// same payload: a rebuild opens every event once for every read model, the audit history
+// included. Each field is what the function it names returns for the payload.
+type PersonalParts struct {
+	// Opened and Erased are OpenPersonal's out and erased.
+	Opened json.RawMessage
+	Erased bool
+	// Subject, Sealed and Plain are InspectPersonal's.
+	Subject       string
+	Sealed, Plain bool
+	// Marker is PersonalErased's: the payload holds the erased marker.
+	Marker bool
+	// Public is WithoutPersonal's, set only when Sealed or Marker (the other payloads are their
+	// own public part, as far as the audit history is concerned).
+	Public json.RawMessage
+}
+
+// OpenPersonalParts is OpenPersonal, InspectPersonal, PersonalErased and (for a sealed or
+// erased member) WithoutPersonal of payload at once, with the JSON scanned once and the sealed
+// form decoded once. It fails where OpenPersonal fails.
+func OpenPersonalParts(ctx context.Context, keys Keys, payload json.RawMessage) (PersonalParts, error) {
+	scan, err := ScanPersonal(payload)
+	if err != nil {
+		return PersonalParts{}, err
+	}
+	return scan.Open(ctx, keys)
+}
+
+// PersonalScan is a payload's personal member found and, when sealed, its sealed form decoded:
+// OpenPersonalParts in two steps, so that a reader opening many payloads can look up the keys
+// of all their subjects (SealedSubject) at once between them.
+type PersonalScan struct {
+	payload                   json.RawMessage
+	before, start, end, after int
+	found                     bool
+	sealed                    *sealed
+}
+
+// ScanPersonal is the first step of OpenPersonalParts: it fails where OpenPersonal fails
+// before it needs a key.
+func ScanPersonal(payload json.RawMessage) (PersonalScan, error) {
+	scan := PersonalScan{payload: payload}
+	before, start, end, after, found, err := scanMember(payload, PersonalMember)
+	if err != nil {
+		// OpenPersonal looks no further than its cheap test; the others read such a payload as
+		// holding nothing.
+		if bytes.Contains(payload, []byte(`"sealed"`)) || bytes.Contains(payload, []byte(`"erased"`)) {
+			return PersonalScan{}, fmt.Errorf("open personal data: %w", err)
+		}
+		return scan, nil
+	}
+	if !found {
+		return scan, nil
+	}
+	scan.before, scan.start, scan.end, scan.after, scan.found = before, start, end, after, true
+	if value := payload[start:end]; IsSealed(value) {
+		var env sealedEnvelope
+		if err := json.Unmarshal(value, &env); err != nil || env.Sealed == nil {
+			return PersonalScan{}, fmt.Errorf("%w: not a sealed form", ErrSealBroken)
+		}
+		scan.sealed = env.Sealed
+	}
+	return scan, nil
+}
+
+// SealedSubject is the subject the personal member is sealed under, "" when it is not sealed.
+func (s PersonalScan) SealedSubject() string {
+	if s.sealed == nil {
+		return ""
+	}
+	return s.sealed.Subject
+}
+
+// Open is the second step of OpenPersonalParts: it opens a sealed member with keys.
+func (s PersonalScan) Open(ctx context.Context, keys Keys) (PersonalParts, error) {
+	payload := s.payload
+	parts := PersonalParts{Opened: payload}
+	if !s.found {
+		return parts, nil
+	}
+	value := payload[s.start:s.end]
+	var err error
+	switch {
+	case string(value) == "null":
+		return parts, nil
+	case IsErasedMarker(value):
+		parts.Marker, parts.Erased = true, true
+		if parts.Opened, err = withoutMember(payload, PersonalMember); err != nil {
+			return PersonalParts{}, err
+		}
+		parts.Public = cutMember(payload, s.before, s.after)
+		return parts, nil
+	case s.sealed == nil:
+		parts.Plain = true
+		return parts, nil
+	}
+	parts.Sealed, parts.Subject = true, s.sealed.Subject
+	parts.Public = cutMember(payload, s.before, s.after)
+	plain, erased, err := openSealed(ctx, keys, s.sealed)
+	if err != nil {
+		return PersonalParts{}, err
+	}
+	if erased {
+		parts.Erased = true
+		if parts.Opened, err = withoutMember(payload, PersonalMember); err != nil {
+			return PersonalParts{}, err
+		}
+		return parts, nil
+	}
+	parts.Opened = splice(payload, s.start, s.end, plain)
+	return parts, nil
+}
+
+// scanMember finds the first top-level member name of a JSON object: its value is
+// payload[start:end], and payload[before:after] is what WithoutPersonal cuts out (the member
+// with the comma that separates it from its neighbours).
+func scanMember(payload []byte, name string) (before, start, end, after int, found bool, err error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(payload))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return 0, 0, 0, 0, false, fmt.Errorf("payload: %w", err)
+	}
+	if tok.Kind() != '{' {
+		return 0, 0, 0, 0, false, fmt.Errorf("payload is not a JSON object")
+	}
+	first := int(dec.InputOffset())
+	for dec.PeekKind() != '}' {
+		before := int(dec.InputOffset())
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return 0, 0, 0, 0, false, fmt.Errorf("payload: %w", err)
+		}
+		member := tok.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return 0, 0, 0, 0, false, fmt.Errorf("payload member %q: %w", member, err)
+		}
+		if member != name {
+			continue
+		}
+		end := int(dec.InputOffset())
+		after := end
+		if before == first {
+			// The first member: its comma follows it, unless it is the only one.
+			rest := bytes.TrimLeft(payload[after:], " \t\r\n")
+			if len(rest) > 0 && rest[0] == ',' {
+				after = len(payload) - len(rest) + 1
+			}
+		}
+		return before, end - len(val), end, after, true, nil
+	}
+	return 0, 0, 0, 0, false, nil
+}
+
+// cutMember is payload without payload[before:after], in a new slice.
+func cutMember(payload []byte, before, after int) json.RawMessage {
+	out := make([]byte, 0, len(payload)-(after-before))
+	out = append(out, payload[:before]...)
+	return append(out, payload[after:]...)
+}
