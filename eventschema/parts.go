@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -125,9 +126,17 @@ func (s PersonalScan) Open(ctx context.Context, keys Keys) (PersonalParts, error
 
 // scanMember finds the first top-level member name of a JSON object: its value is
 // payload[start:end], and payload[before:after] is what WithoutPersonal cuts out (the member
-// with the comma that separates it from its neighbours).
+// with the comma that separates it from its neighbours). It reads as findMember and
+// WithoutPersonal do, with a decoder of scanDecoders that reads payload in place and member
+// names compared as they stand (unquoted only when escaped), so that a scan allocates next to
+// nothing.
 func scanMember(payload []byte, name string) (before, start, end, after int, found bool, err error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(payload))
+	dec := scanDecoders.Get().(*jsontext.Decoder)
+	defer func() {
+		dec.Reset(bytes.NewBuffer(nil)) // drop the payload
+		scanDecoders.Put(dec)
+	}()
+	dec.Reset(bytes.NewBuffer(payload))
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return 0, 0, 0, 0, false, fmt.Errorf("payload: %w", err)
@@ -138,16 +147,16 @@ func scanMember(payload []byte, name string) (before, start, end, after int, fou
 	first := int(dec.InputOffset())
 	for dec.PeekKind() != '}' {
 		before := int(dec.InputOffset())
-		tok, err := dec.ReadToken()
+		quoted, err := dec.ReadValue() // the member's name
 		if err != nil {
 			return 0, 0, 0, 0, false, fmt.Errorf("payload: %w", err)
 		}
-		member := tok.String()
+		match := memberNamed(quoted, name)
 		val, err := dec.ReadValue()
 		if err != nil {
-			return 0, 0, 0, 0, false, fmt.Errorf("payload member %q: %w", member, err)
+			return 0, 0, 0, 0, false, fmt.Errorf("payload member %s: %w", quoted, err)
 		}
-		if member != name {
+		if !match {
 			continue
 		}
 		end := int(dec.InputOffset())
@@ -162,6 +171,21 @@ func scanMember(payload []byte, name string) (before, start, end, after int, fou
 		return before, end - len(val), end, after, true, nil
 	}
 	return 0, 0, 0, 0, false, nil
+}
+
+// scanDecoders are scanMember's decoders, reset for every payload.
+var scanDecoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewBuffer(nil)) }}
+
+// memberNamed reports whether a quoted member name, as the decoder read it, is name.
+func memberNamed(quoted []byte, name string) bool {
+	if len(quoted) < 2 {
+		return false
+	}
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1:len(quoted)-1]) == name
+	}
+	unquoted, err := jsontext.AppendUnquote(nil, quoted)
+	return err == nil && string(unquoted) == name
 }
 
 // cutMember is payload without payload[before:after], in a new slice.

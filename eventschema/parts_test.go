@@ -37,6 +37,11 @@ func TestOpenPersonalPartsIsEachOfItsFunctions(t *testing.T) {
 		"array":      []byte(`[1,2]`),
 		"marker":     []byte(`{"a":1,"personal":{"erased":true}}`),
 		"bad sealed": []byte(`{"a":1,"personal":{"sealed":{"v":1,"subject":"s"`),
+		"escaped":    []byte(`{"a":1,"p\u0065rsonal":{"erased":true},"b":2}`),
+		"duplicate":  []byte(`{"a":1,"a":2,"personal":{"erased":true}}`),
+		"twice":      []byte(`{"personal":{"x":1},"personal":{"erased":true}}`),
+		"bad before": []byte(`{"a":tru,"personal":{"erased":true}}`),
+		"bad after":  []byte(`{"personal":{"erased":true},"a":tru}`),
 	}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
