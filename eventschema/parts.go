@@ -23,9 +23,21 @@ type PersonalParts struct {
 	Sealed, Plain bool
 	// Marker is PersonalErased's: the payload holds the erased marker.
 	Marker bool
-	// Public is WithoutPersonal's, set only when Sealed or Marker (the other payloads are their
-	// own public part, as far as the audit history is concerned).
-	Public json.RawMessage
+
+	// The payload as stored and the bounds of what WithoutPersonal cuts out of it (Public).
+	payload       json.RawMessage
+	before, after int
+}
+
+// Public is WithoutPersonal's answer, made when asked (the audit history needs it only for an
+// event it cannot summarise from the decoded one); nil unless Sealed or Marker (the other
+// payloads are their own public part, as far as the audit history is concerned), and nil for
+// parts not made by OpenPersonalParts.
+func (p PersonalParts) Public() json.RawMessage {
+	if !p.Sealed && !p.Marker || p.payload == nil {
+		return nil
+	}
+	return cutMember(p.payload, p.before, p.after)
 }
 
 // OpenPersonalParts is OpenPersonal, InspectPersonal, PersonalErased and (for a sealed or
@@ -101,14 +113,14 @@ func (s PersonalScan) Open(ctx context.Context, keys Keys) (PersonalParts, error
 		if parts.Opened, err = withoutMember(payload, PersonalMember); err != nil {
 			return PersonalParts{}, err
 		}
-		parts.Public = cutMember(payload, s.before, s.after)
+		parts.payload, parts.before, parts.after = payload, s.before, s.after
 		return parts, nil
 	case s.sealed == nil:
 		parts.Plain = true
 		return parts, nil
 	}
 	parts.Sealed, parts.Subject = true, s.sealed.Subject
-	parts.Public = cutMember(payload, s.before, s.after)
+	parts.payload, parts.before, parts.after = payload, s.before, s.after
 	plain, erased, err := openSealed(ctx, keys, s.sealed)
 	if err != nil {
 		return PersonalParts{}, err

@@ -90,11 +90,11 @@ func TestOpenPersonalPartsIsEachOfItsFunctions(t *testing.T) {
 		}
 		if parts.Sealed || parts.Marker {
 			public, err := eventschema.WithoutPersonal(payload)
-			if err != nil || !bytes.Equal(parts.Public, public) {
-				t.Errorf("%s: public %s, WithoutPersonal's %s %v", name, parts.Public, public, err)
+			if err != nil || !bytes.Equal(parts.Public(), public) {
+				t.Errorf("%s: public %s, WithoutPersonal's %s %v", name, parts.Public(), public, err)
 			}
-		} else if parts.Public != nil {
-			t.Errorf("%s: public %s of a payload neither sealed nor marked", name, parts.Public)
+		} else if parts.Public() != nil {
+			t.Errorf("%s: public %s of a payload neither sealed nor marked", name, parts.Public())
 		}
 	}
 }
@@ -159,7 +159,7 @@ func TestAuditSummaryOpenedIsAuditSummary(t *testing.T) {
 			continue
 		}
 		built++
-		env.Payload = parts.Public
+		env.Payload = parts.Public()
 		want, wantVersion, err := r.AuditSummary(env)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)

@@ -80,7 +80,7 @@ func (p *Projector) HandleOpened(ctx context.Context, batch []eventschema.Envelo
 	return nil
 }
 
-// row is env's history row. part tells what its personal member holds (Public may be unset); ev,
+// row is env's history row. part tells what its personal member holds (Public may be nil); ev,
 // when not nil, is the event decoded from env's payload opened.
 func (p *Projector) row(env eventschema.Envelope, part eventschema.PersonalParts, ev domain.Event) (Row, error) {
 	row := Row{
@@ -114,7 +114,7 @@ func (p *Projector) row(env eventschema.Envelope, part eventschema.PersonalParts
 			summary, version, ok, err = p.reg.AuditSummaryOpened(env, ev)
 		}
 		if err == nil && !ok {
-			public := part.Public
+			public := part.Public()
 			if public == nil {
 				if public, err = eventschema.WithoutPersonal(env.Payload); err != nil {
 					return Row{}, err
