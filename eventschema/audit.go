@@ -470,7 +470,9 @@ type auditTime time.Time
 const auditTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func (t auditTime) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format(auditTimeLayout) + `"`), nil
+	out := make([]byte, 0, len(auditTimeLayout)+2)
+	out = time.Time(t).UTC().AppendFormat(append(out, '"'), auditTimeLayout)
+	return append(out, '"'), nil
 }
 
 func ptr[T any](v T) *T { return &v }
