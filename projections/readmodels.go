@@ -75,7 +75,7 @@ func openSQLiteReadModels(dataDir string, sealKeys eventschema.Keys, reg *events
 	if err := finishSQLiteRebuild(dataDir); err != nil {
 		return nil, fmt.Errorf("open sqlite read models: %w", err)
 	}
-	m, err := openSQLiteReadModelsIn(filepath.Join(dataDir, SQLiteDir), sealKeys, reg, readdb.OpenSQLite)
+	m, err := openSQLiteReadModelsIn(filepath.Join(dataDir, SQLiteDir), sealKeys, reg, readdb.OpenSQLite, false)
 	if err != nil {
 		return nil, err
 	}
@@ -84,9 +84,10 @@ func openSQLiteReadModels(dataDir string, sealKeys eventschema.Keys, reg *events
 }
 
 // openSQLiteReadModelsIn opens the read models' databases in dir with openDB, with the registry
-// reg (a new one when nil).
+// reg (a new one when nil). With fresh, dir is a rebuild's, created empty for these stores
+// alone, which then ask their tables only for rows they wrote (readdb.Written).
 func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, reg *eventschema.Registry,
-	openDB func(string) (*sql.DB, error)) (*ReadModels, error) {
+	openDB func(string) (*sql.DB, error), fresh bool) (*ReadModels, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create read-model directory: %w", err)
 	}
@@ -113,6 +114,9 @@ func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, reg *eventsch
 	if err != nil {
 		return fail(err)
 	}
+	if fresh {
+		status.Fresh()
+	}
 	m.Status = status
 	if err := removeSQLiteFiles(dir, legacyHistoryFile); err != nil {
 		return fail(err)
@@ -130,6 +134,9 @@ func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, reg *eventsch
 	data, err := openSQLiteStore(open, "collection_data", collectiondata.NewSQLite, &m.closers)
 	if err != nil {
 		return fail(err)
+	}
+	if fresh {
+		data.Fresh()
 	}
 	m.Data = collectiondata.Sealing(data, m.keys)
 	userStore, err := openSQLiteStore(open, "users", users.NewSQLite, &m.closers)

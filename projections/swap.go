@@ -69,7 +69,7 @@ func (m *ReadModels) beginSQLiteRebuild() (*rebuildTarget, error) {
 	}
 	live := filepath.Join(m.dataDir, SQLiteDir)
 	build := live + rebuildDirSuffix
-	target, err := openSQLiteReadModelsIn(build, m.keys, m.reg, readdb.OpenSQLiteBulk)
+	target, err := openSQLiteReadModelsIn(build, m.keys, m.reg, readdb.OpenSQLiteBulk, true)
 	if err != nil {
 		_ = os.RemoveAll(build)
 		return nil, err
