@@ -56,6 +56,22 @@ func (r *Registry) AuditSummary(env Envelope) (json.RawMessage, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("audit summary: %w", err)
 	}
+	return summariseEvent(t, env, ev)
+}
+
+// AuditSummaryDecoded is AuditSummary of env from ev, the event Decode made of env, for a
+// reader that has decoded it already (a rebuild decodes every event once for every read
+// model). A nil ev is decoded here.
+func (r *Registry) AuditSummaryDecoded(env Envelope, ev domain.Event) (json.RawMessage, int, error) {
+	t, ok := r.types[env.Type]
+	if !ok || env.SchemaVersion > t.current || ev == nil {
+		return r.AuditSummary(env)
+	}
+	return summariseEvent(t, env, ev)
+}
+
+// summariseEvent is the audit summary of ev, decoded from env, of type t.
+func summariseEvent(t *eventType, env Envelope, ev domain.Event) (json.RawMessage, int, error) {
 	summary, err := t.audit(ev)
 	if err != nil {
 		return nil, 0, err
@@ -65,6 +81,83 @@ func (r *Registry) AuditSummary(env Envelope) (json.RawMessage, int, error) {
 		return nil, 0, fmt.Errorf("audit summary of %s: %w", env.Type, err)
 	}
 	return out, t.current, nil
+}
+
+// AuditSummaryOpened is AuditSummary of env, whose personal member was sealed, from ev: the
+// event Decode made of env's payload with that member opened (OpenPersonal), so that a reader
+// that has decoded it already (a rebuild, for every read model at once) does not decode the
+// payload without the member again. The summary is AuditSummary's of that payload: it is built
+// from ev with its personal part dropped (withoutPersonal). ok is false when it cannot be told
+// so, for a payload of an old schema version, whose upcasters read the whole payload; the caller
+// then calls AuditSummary.
+func (r *Registry) AuditSummaryOpened(env Envelope, ev domain.Event) (summary json.RawMessage, version int, ok bool, err error) {
+	t, known := r.types[env.Type]
+	if !known || env.SchemaVersion != t.current || ev == nil || ev.EventType() != env.Type {
+		return nil, 0, false, nil
+	}
+	public, ok := withoutPersonal(ev)
+	if !ok {
+		return nil, 0, false, nil
+	}
+	summary, version, err = summariseEvent(t, env, public)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return summary, version, true, nil
+}
+
+// withoutPersonal is ev as Decode makes it of its payload without the personal member: every
+// event type keeps its personal data in its field Personal, which that payload leaves nil. ok is
+// false for a type not named here.
+func withoutPersonal(ev domain.Event) (domain.Event, bool) {
+	switch e := ev.(type) {
+	case collection.Started:
+		e.Personal = nil
+		return e, true
+	case collection.StatusChanged:
+		e.Personal = nil
+		return e, true
+	case collection.InsurancesCollected:
+		e.Personal = nil
+		return e, true
+	case collection.WealthCollected:
+		e.Personal = nil
+		return e, true
+	case collection.InputSupplied:
+		e.Personal = nil
+		return e, true
+	case collection.DocumentUploaded:
+		e.Personal = nil
+		return e, true
+	case collection.DocumentCollected:
+		e.Personal = nil
+		return e, true
+	case user.Created:
+		e.Personal = nil
+		return e, true
+	case user.ExternalIDReserved:
+		e.Personal = nil
+		return e, true
+	case user.ExternalIDReleased:
+		e.Personal = nil
+		return e, true
+	case client.SigningConfigured:
+		e.Personal = nil
+		return e, true
+	case consent.Created:
+		e.Personal = nil
+		return e, true
+	case consent.AuthorizationStarted:
+		e.Personal = nil
+		return e, true
+	case cancellation.Requested:
+		e.Personal = nil
+		return e, true
+	case cancellation.Sealed:
+		e.Personal = nil
+		return e, true
+	}
+	return nil, false
 }
 
 // An event that held personal data says so in its summary, and whether that data can still be
@@ -377,7 +470,9 @@ type auditTime time.Time
 const auditTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func (t auditTime) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format(auditTimeLayout) + `"`), nil
+	out := make([]byte, 0, len(auditTimeLayout)+2)
+	out = time.Time(t).UTC().AppendFormat(append(out, '"'), auditTimeLayout)
+	return append(out, '"'), nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -66,10 +66,16 @@ const SQLiteDir = "readmodels"
 // A rebuild that was killed after it had finished its new databases is swapped in here; the
 // leftovers of one that had not are removed (finishSQLiteRebuild).
 func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModels, error) {
+	return openSQLiteReadModels(dataDir, sealKeys, nil)
+}
+
+// openSQLiteReadModels is OpenSQLiteReadModels with the registry reg (a new one when nil): a
+// rebuild's models share the served ones' rather than compile every schema again.
+func openSQLiteReadModels(dataDir string, sealKeys eventschema.Keys, reg *eventschema.Registry) (*ReadModels, error) {
 	if err := finishSQLiteRebuild(dataDir); err != nil {
 		return nil, fmt.Errorf("open sqlite read models: %w", err)
 	}
-	m, err := openSQLiteReadModelsIn(filepath.Join(dataDir, SQLiteDir), sealKeys, readdb.OpenSQLite)
+	m, err := openSQLiteReadModelsIn(filepath.Join(dataDir, SQLiteDir), sealKeys, reg, readdb.OpenSQLite, false)
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +83,15 @@ func OpenSQLiteReadModels(dataDir string, sealKeys eventschema.Keys) (*ReadModel
 	return m, nil
 }
 
-// openSQLiteReadModelsIn opens the read models' databases in dir with openDB.
-func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, openDB func(string) (*sql.DB, error)) (*ReadModels, error) {
+// openSQLiteReadModelsIn opens the read models' databases in dir with openDB, with the registry
+// reg (a new one when nil). With fresh, dir is a rebuild's, created empty for these stores
+// alone, which then ask their tables only for rows they wrote (readdb.Written).
+func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, reg *eventschema.Registry,
+	openDB func(string) (*sql.DB, error), fresh bool) (*ReadModels, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create read-model directory: %w", err)
 	}
-	m, err := newReadModels(sealKeys)
+	m, err := newReadModels(sealKeys, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +114,9 @@ func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, openDB func(s
 	if err != nil {
 		return fail(err)
 	}
+	if fresh {
+		status.Fresh()
+	}
 	m.Status = status
 	if err := removeSQLiteFiles(dir, legacyHistoryFile); err != nil {
 		return fail(err)
@@ -122,6 +134,9 @@ func openSQLiteReadModelsIn(dir string, sealKeys eventschema.Keys, openDB func(s
 	data, err := openSQLiteStore(open, "collection_data", collectiondata.NewSQLite, &m.closers)
 	if err != nil {
 		return fail(err)
+	}
+	if fresh {
+		data.Fresh()
 	}
 	m.Data = collectiondata.Sealing(data, m.keys)
 	userStore, err := openSQLiteStore(open, "users", users.NewSQLite, &m.closers)
@@ -187,14 +202,15 @@ func removeSQLiteFiles(dir, name string) error {
 // migrates every read model's table. The stores share one connection pool. keys is as
 // OpenSQLiteReadModels's sealKeys: ClickHouse holds personal data only sealed.
 func OpenClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys) (*ReadModels, error) {
-	return openClickHouseReadModels(ctx, dsn, keys, false)
+	return openClickHouseReadModels(ctx, dsn, keys, nil, false)
 }
 
-// openClickHouseReadModels is OpenClickHouseReadModels; with fresh, the DSN's database is a
-// rebuild's, created empty for these stores alone, which then remember what they wrote instead
-// of reading it back (readdb.Memo).
-func openClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys, fresh bool) (*ReadModels, error) {
-	m, err := newReadModels(keys)
+// openClickHouseReadModels is OpenClickHouseReadModels with the registry reg (a new one when
+// nil); with fresh, the DSN's database is a rebuild's, created empty for these stores alone,
+// which then remember what they wrote instead of reading it back (readdb.Memo).
+func openClickHouseReadModels(ctx context.Context, dsn string, keys eventschema.Keys, reg *eventschema.Registry,
+	fresh bool) (*ReadModels, error) {
+	m, err := newReadModels(keys, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -268,13 +284,17 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn, fr
 	return nil
 }
 
-func newReadModels(keys eventschema.Keys) (*ReadModels, error) {
+// newReadModels is the empty bundle, with the registry reg (a new one when nil: compiling every
+// schema takes tens of milliseconds, which a rebuild's start and swap need not spend again).
+func newReadModels(keys eventschema.Keys, reg *eventschema.Registry) (*ReadModels, error) {
 	if keys == nil {
 		return nil, errors.New("read models: no key store to open and seal personal data with")
 	}
-	reg, err := eventschema.NewRegistry()
-	if err != nil {
-		return nil, fmt.Errorf("event schema registry: %w", err)
+	if reg == nil {
+		var err error
+		if reg, err = eventschema.NewRegistry(); err != nil {
+			return nil, fmt.Errorf("event schema registry: %w", err)
+		}
 	}
 	return &ReadModels{reg: reg, keys: keys}, nil
 }
@@ -287,17 +307,20 @@ func (m *ReadModels) Keys() eventschema.Keys { return m.keys }
 // events opened (Opening): the personal data plain, or absent for an erased subject. The audit
 // history opens none: it records whose personal data each sealed event held and summarises what
 // the event says publicly.
-func (m *ReadModels) Projectors() []Projector {
+func (m *ReadModels) Projectors() []Projector { return m.projectors(m.reg) }
+
+// projectors are Projectors decoding events with dec (a rebuild's decodes them once for all).
+func (m *ReadModels) projectors(dec readdb.Decoder) []Projector {
 	return []Projector{
-		Opening(collectionstatus.NewProjector(m.reg, m.Status, m.keys), m.keys),
+		Opening(collectionstatus.NewProjector(dec, m.Status, m.keys), m.keys),
 		eventhistory.NewProjector(m.reg, m.History),
-		Opening(apikeys.NewProjector(m.reg, m.APIKeys), m.keys),
-		Opening(collectiondata.NewProjector(m.reg, m.Data), m.keys),
-		Opening(users.NewProjector(m.reg, m.Users, m.keys), m.keys),
-		Opening(consents.NewProjector(m.reg, m.Consents, m.keys, m.consentMetrics()), m.keys),
-		Opening(cancellations.NewProjector(m.reg, m.Cancellations, m.keys, m.cancellationMetrics()), m.keys),
+		Opening(apikeys.NewProjector(dec, m.APIKeys), m.keys),
+		Opening(collectiondata.NewProjector(dec, m.Data), m.keys),
+		Opening(users.NewProjector(dec, m.Users, m.keys), m.keys),
+		Opening(consents.NewProjector(dec, m.Consents, m.keys, m.consentMetrics()), m.keys),
+		Opening(cancellations.NewProjector(dec, m.Cancellations, m.keys, m.cancellationMetrics()), m.keys),
 		// Certificates and settings name no person: the events it folds carry no personal data.
-		clientsecurity.NewProjector(m.reg, m.ClientSecurity),
+		clientsecurity.NewProjector(dec, m.ClientSecurity),
 	}
 }
 

@@ -7,11 +7,14 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/samla/samla/domain"
 	"github.com/samla/samla/eventschema"
 )
 
@@ -146,10 +149,82 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 	return total, nil
 }
 
-// rebuildBatch is one page of the event store: as stored, and opened for the projectors that
-// take opened events (nil until opened).
+// rebuildBatch is one page of the event store: as stored, and taken apart once for every
+// projector (openBatch): opened, the parts of each personal member, and decoded.
 type rebuildBatch struct {
 	raw, opened []eventschema.Envelope
+	parts       []eventschema.PersonalParts
+	// events are the opened envelopes decoded, nil where one does not decode (its projector
+	// then decodes it itself and fails as it always did, or ignores it).
+	events []domain.Event
+	// pending counts the projectors still to fold the batch; the last one drops it from the
+	// decode memo.
+	pending atomic.Int32
+}
+
+// decodeMemo is the Decoder of a rebuild's projectors: it answers an envelope of a batch in
+// flight with the event openBatch decoded from it, once for all of them (each decoded it again
+// before, a fifth of a rebuild's CPU), and decodes any other envelope itself. An envelope is
+// answered from a batch only if it is the batch's own opened envelope, payload and all.
+//
+// The decoded events are shared by the projectors' goroutines: the projectors copy what they
+// keep of an event and change none.
+type decodeMemo struct {
+	reg      *eventschema.Registry
+	mu       sync.RWMutex
+	inFlight []*rebuildBatch // in position order
+}
+
+func (d *decodeMemo) Decode(env eventschema.Envelope) (domain.Event, error) {
+	if ev := d.lookup(env); ev != nil {
+		return ev, nil
+	}
+	return d.reg.Decode(env)
+}
+
+func (d *decodeMemo) lookup(env eventschema.Envelope) domain.Event {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, b := range d.inFlight {
+		n := len(b.opened)
+		if n == 0 || env.Position < b.opened[0].Position || env.Position > b.opened[n-1].Position {
+			continue
+		}
+		i := sort.Search(n, func(i int) bool { return b.opened[i].Position >= env.Position })
+		if i == n {
+			return nil
+		}
+		o := b.opened[i]
+		if o.EventID != env.EventID || o.Type != env.Type || o.SchemaVersion != env.SchemaVersion ||
+			!samePayload(o.Payload, env.Payload) {
+			return nil
+		}
+		return b.events[i]
+	}
+	return nil
+}
+
+// samePayload reports whether a and b are the same bytes in memory, not merely equal ones.
+func samePayload(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (d *decodeMemo) add(b *rebuildBatch) {
+	d.mu.Lock()
+	d.inFlight = append(d.inFlight, b)
+	d.mu.Unlock()
+}
+
+func (d *decodeMemo) drop(b *rebuildBatch) {
+	d.mu.Lock()
+	d.inFlight = slices.DeleteFunc(d.inFlight, func(x *rebuildBatch) bool { return x == b })
+	d.mu.Unlock()
+}
+
+// openedHandler is a projector that takes a rebuild's batch taken apart (the audit history,
+// which opens nothing but reads what the personal members hold).
+type openedHandler interface {
+	HandleOpened(ctx context.Context, batch []eventschema.Envelope, parts []eventschema.PersonalParts, events []domain.Event) error
 }
 
 // replay streams the event store through target's projectors; see RebuildWith.
@@ -157,7 +232,8 @@ type rebuildBatch struct {
 // replayed and the position of the last one (from when none).
 func replay(ctx context.Context, reader EventReader, target *ReadModels, size int, from uint64,
 	progress func(events int, position uint64)) (int, uint64, error) {
-	projectors := target.Projectors()
+	memo := &decodeMemo{reg: target.reg}
+	projectors := target.projectors(memo)
 	g, ctx := errgroup.WithContext(ctx)
 
 	// A bounded queue between each stage: the reader and the opener run ahead of the slowest
@@ -190,9 +266,9 @@ func replay(ctx context.Context, reader EventReader, target *ReadModels, size in
 		}
 	})
 
-	queues := make([]chan rebuildBatch, len(projectors))
+	queues := make([]chan *rebuildBatch, len(projectors))
 	for i := range queues {
-		queues[i] = make(chan rebuildBatch, 2)
+		queues[i] = make(chan *rebuildBatch, 2)
 	}
 	g.Go(func() error {
 		defer func() {
@@ -201,11 +277,12 @@ func replay(ctx context.Context, reader EventReader, target *ReadModels, size in
 			}
 		}()
 		for raw := range read {
-			opened, err := openBatch(ctx, target.keys, raw)
+			b, err := openBatch(ctx, target.keys, target.reg, raw)
 			if err != nil {
 				return err
 			}
-			b := rebuildBatch{raw: raw, opened: opened}
+			b.pending.Store(int32(len(queues)))
+			memo.add(b)
 			for _, q := range queues {
 				select {
 				case q <- b:
@@ -231,12 +308,21 @@ func replay(ctx context.Context, reader EventReader, target *ReadModels, size in
 			defer wg.Done()
 			// The projectors that would open the events themselves get them opened once, here.
 			inner, wantsOpened := p.(opening)
+			parted, takesParts := p.(openedHandler)
 			for b := range queues[i] {
-				batch, handler := b.raw, p
-				if wantsOpened {
-					batch, handler = b.opened, inner.Projector
+				var err error
+				switch {
+				case wantsOpened:
+					err = inner.Projector.Handle(ctx, b.opened)
+				case takesParts:
+					err = parted.HandleOpened(ctx, b.raw, b.parts, b.events)
+				default:
+					err = p.Handle(ctx, b.raw)
 				}
-				if err := handler.Handle(ctx, batch); err != nil {
+				if b.pending.Add(-1) == 0 {
+					memo.drop(b)
+				}
+				if err != nil {
 					return fmt.Errorf("projection %s at positions %d..%d: %w",
 						p.Name(), b.raw[0].Position, b.raw[len(b.raw)-1].Position, err)
 				}
@@ -280,32 +366,119 @@ func replay(ctx context.Context, reader EventReader, target *ReadModels, size in
 	return total, after, nil
 }
 
-// openBatch returns copies of batch's envelopes with their personal member opened
-// (eventschema.OpenPersonal), batch itself untouched. The events are opened by as many
-// goroutines as there are CPUs: opening is a JSON scan and, for sealed members, a key lookup and
-// an AEAD open per event.
-func openBatch(ctx context.Context, keys eventschema.Keys, batch []eventschema.Envelope) ([]eventschema.Envelope, error) {
-	opened := make([]eventschema.Envelope, len(batch))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(batch)/256))
-	chunk := (len(batch) + workers - 1) / workers
+// openBatch takes batch apart for every projector at once: each envelope opened
+// (eventschema.OpenPersonal) into a copy, batch itself untouched, the parts of its personal
+// member (eventschema.OpenPersonalParts, what the audit history reads) and the opened envelope
+// decoded. The personal members are found first, so that the keys of every subject the page
+// names are looked up in one go (pageKeys) rather than one query each; then the events are
+// opened and decoded. Both steps run on as many goroutines as there are CPUs: a JSON scan per
+// event, then an AEAD open and a JSON decode.
+func openBatch(ctx context.Context, keys eventschema.Keys, reg *eventschema.Registry, batch []eventschema.Envelope) (*rebuildBatch, error) {
+	b := &rebuildBatch{raw: batch, opened: make([]eventschema.Envelope, len(batch)),
+		parts: make([]eventschema.PersonalParts, len(batch)), events: make([]domain.Event, len(batch))}
+	scans := make([]eventschema.PersonalScan, len(batch))
+	err := inParallel(ctx, len(batch), func(_ context.Context, i int) error {
+		env := batch[i]
+		scan, err := eventschema.ScanPersonal(env.Payload)
+		if err != nil {
+			return fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+		}
+		scans[i] = scan
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	pk, err := prefetchKeys(ctx, keys, scans)
+	if err != nil {
+		return nil, err
+	}
+	err = inParallel(ctx, len(batch), func(ctx context.Context, i int) error {
+		env := batch[i]
+		parts, err := scans[i].Open(ctx, pk)
+		if err != nil {
+			return fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+		}
+		env.Payload = parts.Opened
+		b.opened[i], b.parts[i] = env, parts
+		// An event that does not decode stays nil: the projectors that read it decode it
+		// themselves and report the error with their name, as without the memo.
+		if ev, err := reg.Decode(env); err == nil {
+			b.events[i] = ev
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// inParallel calls f for 0..n-1 from as many goroutines as there are CPUs, each taking a
+// contiguous range, and returns the first error.
+func inParallel(ctx context.Context, n int, f func(context.Context, int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/256))
+	chunk := (n + workers - 1) / workers
 	g, ctx := errgroup.WithContext(ctx)
-	for from := 0; from < len(batch); from += chunk {
-		to := min(from+chunk, len(batch))
+	for from := 0; from < n; from += chunk {
+		to := min(from+chunk, n)
 		g.Go(func() error {
 			for i := from; i < to; i++ {
-				env := batch[i]
-				payload, _, err := eventschema.OpenPersonal(ctx, keys, env.Payload)
-				if err != nil {
-					return fmt.Errorf("open %s at %s/%d: %w", env.Type, env.Stream, env.Revision, err)
+				if err := f(ctx, i); err != nil {
+					return err
 				}
-				env.Payload = payload
-				opened[i] = env
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	return g.Wait()
+}
+
+// manyKeys is a key store that looks up many subjects at once (keystore.ManyGetter: the cache in
+// front of the SQLite key store): the key of each subject it has, the zero Key for an erased one.
+type manyKeys interface {
+	GetMany(ctx context.Context, subjects []string) (map[string]eventschema.Key, error)
+}
+
+// prefetchKeys looks up the keys of every subject scans are sealed under in one call, when the
+// key store can, and returns the keys to open them with: those found, then keys for any other.
+func prefetchKeys(ctx context.Context, keys eventschema.Keys, scans []eventschema.PersonalScan) (eventschema.Keys, error) {
+	many, ok := keys.(manyKeys)
+	if !ok {
+		return keys, nil
 	}
-	return opened, nil
+	seen := map[string]bool{}
+	var subjects []string
+	for _, s := range scans {
+		if subject := s.SealedSubject(); subject != "" && !seen[subject] {
+			seen[subject] = true
+			subjects = append(subjects, subject)
+		}
+	}
+	if len(subjects) == 0 {
+		return keys, nil
+	}
+	got, err := many.GetMany(ctx, subjects)
+	if err != nil {
+		return nil, fmt.Errorf("look up the keys of %d subjects: %w", len(subjects), err)
+	}
+	return pageKeys{Keys: keys, got: got}, nil
+}
+
+// pageKeys answers Get from the keys looked up for a page of events (an erased subject's as the
+// zero Key), and asks keys for any other subject, and for everything else.
+type pageKeys struct {
+	eventschema.Keys
+	got map[string]eventschema.Key
+}
+
+func (p pageKeys) Get(ctx context.Context, subject string) (eventschema.Key, error) {
+	k, ok := p.got[subject]
+	switch {
+	case !ok:
+		return p.Keys.Get(ctx, subject)
+	case k.IsZero():
+		return eventschema.Key{}, fmt.Errorf("%s: %w", subject, eventschema.ErrSubjectErased)
+	}
+	return k, nil
 }

@@ -69,7 +69,7 @@ func (m *ReadModels) beginSQLiteRebuild() (*rebuildTarget, error) {
 	}
 	live := filepath.Join(m.dataDir, SQLiteDir)
 	build := live + rebuildDirSuffix
-	target, err := openSQLiteReadModelsIn(build, m.keys, readdb.OpenSQLiteBulk)
+	target, err := openSQLiteReadModelsIn(build, m.keys, m.reg, readdb.OpenSQLiteBulk, true)
 	if err != nil {
 		_ = os.RemoveAll(build)
 		return nil, err
@@ -104,7 +104,7 @@ func (m *ReadModels) beginSQLiteRebuild() (*rebuildTarget, error) {
 		if err := finishSQLiteRebuild(m.dataDir); err != nil {
 			return err
 		}
-		fresh, err := OpenSQLiteReadModels(m.dataDir, m.keys)
+		fresh, err := openSQLiteReadModels(m.dataDir, m.keys, m.reg)
 		if err != nil {
 			return fmt.Errorf("reopen the rebuilt read models: %w", err)
 		}
@@ -273,7 +273,7 @@ func (m *ReadModels) beginClickHouseRebuild(ctx context.Context) (*rebuildTarget
 	if err != nil {
 		return nil, err
 	}
-	target, err := openClickHouseReadModels(ctx, buildDSN, m.keys, true)
+	target, err := openClickHouseReadModels(ctx, buildDSN, m.keys, m.reg, true)
 	if err != nil {
 		_ = m.conn.Exec(context.WithoutCancel(ctx), `DROP DATABASE IF EXISTS `+build)
 		return nil, err

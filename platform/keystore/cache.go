@@ -83,6 +83,48 @@ func (c *Cache) Get(ctx context.Context, subject string) (eventschema.Key, error
 	return k, err
 }
 
+// ManyGetter is a key store that looks up many subjects at once (sqlitekeys.Store): the key of
+// each subject it has, the zero Key for an erased one; a subject it never had is left out.
+type ManyGetter interface {
+	GetMany(ctx context.Context, subjects []string) (map[string]eventschema.Key, error)
+}
+
+// GetMany implements ManyGetter: the cached subjects from the cache, the others from the inner
+// store in one call when it is a ManyGetter (and cached as Get caches them). Without one, the
+// subjects not cached are left out, for Get to answer one by one.
+func (c *Cache) GetMany(ctx context.Context, subjects []string) (map[string]eventschema.Key, error) {
+	out := make(map[string]eventschema.Key, len(subjects))
+	var missing []string
+	for _, subject := range subjects {
+		k, err, ok := c.cached(subject)
+		switch {
+		case !ok:
+			missing = append(missing, subject)
+		case err != nil:
+			out[subject] = eventschema.Key{}
+		default:
+			out[subject] = k
+		}
+	}
+	inner, ok := c.inner.(ManyGetter)
+	if len(missing) == 0 || !ok {
+		return out, nil
+	}
+	got, err := inner.GetMany(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for subject, k := range got {
+		if k.IsZero() {
+			c.remember(subject, k, eventschema.ErrSubjectErased)
+		} else {
+			c.remember(subject, k, nil)
+		}
+		out[subject] = k
+	}
+	return out, nil
+}
+
 // Destroy implements eventschema.Keys: the key leaves the cache before the store destroys it,
 // and the erasure is cached once the store has.
 func (c *Cache) Destroy(ctx context.Context, subject string) error {

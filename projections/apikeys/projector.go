@@ -17,12 +17,12 @@ const ProjectorName = "api-keys"
 // Projector folds client.api-key-issued, client.api-key-revoked and client.api-key-retiring
 // events into Store rows.
 type Projector struct {
-	reg   *eventschema.Registry
+	reg   readdb.Decoder
 	store Store
 }
 
 // NewProjector returns the projector writing to store, decoding events with reg.
-func NewProjector(reg *eventschema.Registry, store Store) *Projector {
+func NewProjector(reg readdb.Decoder, store Store) *Projector {
 	return &Projector{reg: reg, store: store}
 }
 

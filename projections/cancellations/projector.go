@@ -35,7 +35,7 @@ type Metrics struct {
 // personal member is opened (eventschema.OpenPersonal), as projections hand every projector them,
 // and seals the signed PDF it keeps under the cancellation's data subject with keys.
 type Projector struct {
-	reg     *eventschema.Registry
+	reg     readdb.Decoder
 	store   Store
 	keys    eventschema.Keys
 	metrics Metrics
@@ -43,7 +43,7 @@ type Projector struct {
 
 // NewProjector returns the projector writing to store, decoding events with reg, sealing the
 // signed PDFs it keeps with keys and recording into m.
-func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys, m Metrics) *Projector {
+func NewProjector(reg readdb.Decoder, store Store, keys eventschema.Keys, m Metrics) *Projector {
 	if keys == nil {
 		panic("cancellations.NewProjector: keys are required: the read model keeps signed PDFs sealed only")
 	}

@@ -18,12 +18,12 @@ const ProjectorName = "client-security"
 // client.settings-changed into Store rows. The events carry no personal data, so it needs no
 // key store (it reads neither the sealed member of other client events).
 type Projector struct {
-	reg   *eventschema.Registry
+	reg   readdb.Decoder
 	store Store
 }
 
 // NewProjector returns the projector writing to store, decoding events with reg.
-func NewProjector(reg *eventschema.Registry, store Store) *Projector {
+func NewProjector(reg readdb.Decoder, store Store) *Projector {
 	return &Projector{reg: reg, store: store}
 }
 

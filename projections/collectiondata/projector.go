@@ -17,12 +17,12 @@ const ProjectorName = "collection-data"
 
 // Projector folds collection events into Store rows and documents.
 type Projector struct {
-	reg   *eventschema.Registry
+	reg   readdb.Decoder
 	store Store
 }
 
 // NewProjector returns the projector writing to store, decoding events with reg.
-func NewProjector(reg *eventschema.Registry, store Store) *Projector {
+func NewProjector(reg readdb.Decoder, store Store) *Projector {
 	return &Projector{reg: reg, store: store}
 }
 

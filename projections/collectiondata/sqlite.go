@@ -81,6 +81,7 @@ const (
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
 	db                          *sql.DB
+	written                     *readdb.Written // set by Fresh
 	prepared                    readdb.Statements
 	get, documents, getDocument *sql.Stmt
 }
@@ -114,10 +115,14 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 // Close releases the prepared statements; the database stays open.
 func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
+// Fresh tells the store that its tables were created empty for it and that nothing else writes
+// them (a rebuild's): it then asks the table only for rows it wrote (readdb.Written).
+func (s *SQLiteStore) Fresh() { s.written = readdb.NewWritten() }
+
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	return readdb.SQLiteMapByKeys(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) string { return r.CollectionID },
-		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id IN`, ids)
+		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id IN`, s.written.Filter(ids))
 }
 
 // Upsert implements Store in one transaction: documents and rows commit together, however
@@ -134,6 +139,9 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 	})
 	if err != nil {
 		return fmt.Errorf("upsert collection data: %w", err)
+	}
+	for _, r := range rows {
+		s.written.Add(r.CollectionID)
 	}
 	return nil
 }
@@ -261,6 +269,7 @@ func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
+	s.written.Reset()
 	return readdb.DeleteAll(ctx, s.db, "collection_data", "collection_documents", "collection_data")
 }
 

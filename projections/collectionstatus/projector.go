@@ -22,14 +22,14 @@ const ProjectorName = "collection-status"
 // (eventschema.OpenPersonal; projections.ReadModels hands it them so) and seals the row's
 // personal part under the collection's data subject with keys.
 type Projector struct {
-	reg   *eventschema.Registry
+	reg   readdb.Decoder
 	store Store
 	keys  eventschema.Keys
 }
 
 // NewProjector returns the projector writing to store, decoding events with reg and sealing
 // personal data with keys.
-func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys) *Projector {
+func NewProjector(reg readdb.Decoder, store Store, keys eventschema.Keys) *Projector {
 	return &Projector{reg: reg, store: store, keys: keys}
 }
 

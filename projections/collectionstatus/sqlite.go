@@ -66,6 +66,7 @@ const sqliteGet = `SELECT ` + sqliteColumns + ` FROM collection_status WHERE col
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
 	db       *sql.DB
+	written  *readdb.Written // set by Fresh
 	prepared readdb.Statements
 	get      *sql.Stmt
 }
@@ -95,11 +96,15 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 // Close releases the prepared statements; the database stays open.
 func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
+// Fresh tells the store that its table was created empty for it and that nothing else writes
+// it (a rebuild's): it then asks the table only for rows it wrote (readdb.Written).
+func (s *SQLiteStore) Fresh() { s.written = readdb.NewWritten() }
+
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
 	err := readdb.SQLiteByKeys(ctx, s.db, "collection statuses", scanSQLiteRow, func(r Row) { out[r.CollectionID] = r },
-		`SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id IN`, ids)
+		`SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id IN`, s.written.Filter(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +138,9 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 	})
 	if err != nil {
 		return fmt.Errorf("upsert collection statuses: %w", err)
+	}
+	for _, r := range rows {
+		s.written.Add(r.CollectionID)
 	}
 	return nil
 }
@@ -192,6 +200,7 @@ func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error
 
 // Reset implements Store.
 func (s *SQLiteStore) Reset(ctx context.Context) error {
+	s.written.Reset()
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM collection_status`); err != nil {
 		return fmt.Errorf("reset collection_status: %w", err)
 	}

@@ -35,7 +35,7 @@ type Metrics struct {
 // opened (eventschema.OpenPersonal), as projections hand every projector them, and seals the
 // pending EID order it keeps under the user's data subject with keys.
 type Projector struct {
-	reg     *eventschema.Registry
+	reg     readdb.Decoder
 	store   Store
 	keys    eventschema.Keys
 	metrics Metrics
@@ -43,7 +43,7 @@ type Projector struct {
 
 // NewProjector returns the projector writing to store, decoding events with reg, sealing the EID
 // orders it keeps with keys and recording into m.
-func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys, m Metrics) *Projector {
+func NewProjector(reg readdb.Decoder, store Store, keys eventschema.Keys, m Metrics) *Projector {
 	if keys == nil {
 		panic("consents.NewProjector: keys are required: the read model keeps EID orders sealed only")
 	}

@@ -2,6 +2,7 @@ package eventhistory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -67,17 +68,35 @@ func NewClickHouse(ctx context.Context, conn driver.Conn) (*ClickHouseStore, err
 	return &ClickHouseStore{conn: conn}, nil
 }
 
-// Insert implements Store with one batched INSERT.
+// Insert implements Store with one batched INSERT, appended column by column: a rebuild inserts
+// a row per event, and appending each of them value by value (batch.Append) was a tenth of a
+// ClickHouse rebuild's CPU.
 func (s *ClickHouseStore) Insert(ctx context.Context, rows []Row) error {
-	err := readdb.InsertBatch(ctx, s.conn, "event_history_v2", clickhouseColumns, rows, func(r Row) ([]any, error) {
+	if len(rows) == 0 {
+		return nil
+	}
+	n := len(rows)
+	var (
+		tenant, stream, eventID, typ   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		correlation, causation, actor  = make([]string, n), make([]string, n), make([]string, n)
+		personalData, dataSubject      = make([]string, n), make([]string, n)
+		summary                        = make([]json.RawMessage, n)
+		revision, position, occurredMs = make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		version                        = make([]uint32, n)
+	)
+	for i, r := range rows {
 		if r.SchemaVersion < 0 {
-			return nil, fmt.Errorf("event history %s/%d: negative schema version %d", r.Stream, r.Revision, r.SchemaVersion)
+			return fmt.Errorf("insert event history: event history %s/%d: negative schema version %d", r.Stream, r.Revision, r.SchemaVersion)
 		}
-		return []any{r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type,
-			uint32(r.SchemaVersion), readdb.UMillis(r.OccurredAt), r.CorrelationID, r.CausationID,
-			r.Actor, string(r.Summary), r.PersonalData, r.DataSubject}, nil
-	})
-	if err != nil {
+		tenant[i], stream[i], revision[i], position[i], eventID[i], typ[i] = r.Tenant, r.Stream, r.Revision, r.Position, r.EventID, r.Type
+		version[i], occurredMs[i] = uint32(r.SchemaVersion), readdb.UMillis(r.OccurredAt)
+		correlation[i], causation[i], actor[i], summary[i] = r.CorrelationID, r.CausationID, r.Actor, r.Summary
+		personalData[i], dataSubject[i] = r.PersonalData, r.DataSubject
+	}
+	// In the order of clickhouseColumns.
+	columns := []any{tenant, stream, revision, position, eventID, typ, version, occurredMs, correlation,
+		causation, actor, summary, personalData, dataSubject}
+	if err := readdb.InsertColumns(ctx, s.conn, "event_history_v2", clickhouseColumns, n, columns); err != nil {
 		return fmt.Errorf("insert event history: %w", err)
 	}
 	return nil

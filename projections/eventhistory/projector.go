@@ -2,7 +2,10 @@ package eventhistory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+
+	"github.com/samla/samla/domain"
 
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
@@ -37,43 +40,93 @@ func (p *Projector) Name() string { return ProjectorName }
 
 // Handle stores the batch's events, each with its audit summary, in one Insert.
 func (p *Projector) Handle(ctx context.Context, batch []eventschema.Envelope) error {
+	return p.HandleOpened(ctx, batch, nil, nil)
+}
+
+// HandleOpened is Handle of a batch a rebuild has taken apart already, for every read model at
+// once: parts[i] is eventschema.OpenPersonalParts of batch[i]'s payload, and events[i] the event
+// decoded from its opened payload (nil when it did not decode or is of a type this build does
+// not know). The rows are Handle's: the summaries come from the public part of each event, as
+// the projector never opens one itself. parts or events may be nil.
+func (p *Projector) HandleOpened(ctx context.Context, batch []eventschema.Envelope,
+	parts []eventschema.PersonalParts, events []domain.Event) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	rows := make([]Row, 0, len(batch))
-	for _, env := range batch {
-		row := Row{
-			Tenant: env.Tenant, Stream: env.Stream, Revision: env.Revision, Position: env.Position,
-			EventID: env.EventID, Type: env.Type,
-			OccurredAt:    readdb.FromMillis(readdb.Millis(env.OccurredAt)),
-			CorrelationID: env.CorrelationID, CausationID: env.CausationID, Actor: env.Actor,
+	for i, env := range batch {
+		var (
+			part eventschema.PersonalParts
+			ev   domain.Event
+		)
+		if parts != nil {
+			part = parts[i]
+		} else {
+			part.Subject, part.Sealed, part.Plain = eventschema.InspectPersonal(env.Payload)
+			part.Marker = eventschema.PersonalErased(env.Payload)
 		}
-		switch subject, sealed, plain := eventschema.InspectPersonal(env.Payload); {
-		case eventschema.PersonalErased(env.Payload):
-			row.PersonalData = PersonalErased
-		case sealed:
-			row.PersonalData, row.DataSubject = PersonalSealed, subject
-		case plain:
-			row.PersonalData = PersonalPlain
+		if events != nil {
+			ev = events[i]
 		}
-		if row.PersonalData == PersonalSealed || row.PersonalData == PersonalErased {
-			// Events from before sealing keep their plain member: the summary of an old
-			// status counts its instructions there, and reading it opens nothing.
-			public, err := eventschema.WithoutPersonal(env.Payload)
-			if err != nil {
-				return fmt.Errorf("%s: %s at %s/%d: %w", ProjectorName, env.Type, env.Stream, env.Revision, err)
-			}
-			env.Payload = public
-		}
-		summary, version, err := p.reg.AuditSummary(env)
+		row, err := p.row(env, part, ev)
 		if err != nil {
 			return fmt.Errorf("%s: %s at %s/%d: %w", ProjectorName, env.Type, env.Stream, env.Revision, err)
 		}
-		row.Summary, row.SchemaVersion = summary, version
 		rows = append(rows, row)
 	}
 	if err := p.store.Insert(ctx, rows); err != nil {
 		return fmt.Errorf("%s: write %d rows: %w", ProjectorName, len(rows), err)
 	}
 	return nil
+}
+
+// row is env's history row. part tells what its personal member holds (Public may be nil); ev,
+// when not nil, is the event decoded from env's payload opened.
+func (p *Projector) row(env eventschema.Envelope, part eventschema.PersonalParts, ev domain.Event) (Row, error) {
+	row := Row{
+		Tenant: env.Tenant, Stream: env.Stream, Revision: env.Revision, Position: env.Position,
+		EventID: env.EventID, Type: env.Type,
+		OccurredAt:    readdb.FromMillis(readdb.Millis(env.OccurredAt)),
+		CorrelationID: env.CorrelationID, CausationID: env.CausationID, Actor: env.Actor,
+	}
+	switch {
+	case part.Marker:
+		row.PersonalData = PersonalErased
+	case part.Sealed:
+		row.PersonalData, row.DataSubject = PersonalSealed, part.Subject
+	case part.Plain:
+		row.PersonalData = PersonalPlain
+	}
+	var (
+		summary json.RawMessage
+		version int
+		err     error
+	)
+	switch {
+	case row.PersonalData != PersonalSealed && row.PersonalData != PersonalErased:
+		// Events from before sealing keep their plain member: the summary of an old status
+		// counts its instructions there, and reading it opens nothing. Opening left such a
+		// payload as it was, so ev is its decoding.
+		summary, version, err = p.reg.AuditSummaryDecoded(env, ev)
+	default:
+		ok := false
+		if ev != nil {
+			summary, version, ok, err = p.reg.AuditSummaryOpened(env, ev)
+		}
+		if err == nil && !ok {
+			public := part.Public()
+			if public == nil {
+				if public, err = eventschema.WithoutPersonal(env.Payload); err != nil {
+					return Row{}, err
+				}
+			}
+			env.Payload = public
+			summary, version, err = p.reg.AuditSummary(env)
+		}
+	}
+	if err != nil {
+		return Row{}, err
+	}
+	row.Summary, row.SchemaVersion = summary, version
+	return row, nil
 }

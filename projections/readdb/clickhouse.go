@@ -123,6 +123,29 @@ func InsertBatch[T any](ctx context.Context, conn driver.Conn, table, columns st
 	return nil
 }
 
+// InsertColumns inserts rows rows, whose columns are columns (one slice of rows values per
+// column, in the order of names), into table in one batched INSERT, appended a column at a
+// time. No rows, no INSERT.
+func InsertColumns(ctx context.Context, conn driver.Conn, table, names string, rows int, columns []any) error {
+	if rows == 0 {
+		return nil
+	}
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO `+table+` (`+names+`)`)
+	if err != nil {
+		return fmt.Errorf("prepare batch: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	for i, values := range columns {
+		if err := batch.Column(i).Append(values); err != nil {
+			return fmt.Errorf("append column %d to %s: %w", i+1, table, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", rows, table, err)
+	}
+	return nil
+}
+
 // EnsureClickHouseColumns adds the named columns, each with definition (a type and a default,
 // such as a String defaulting to the empty string), to a table created before they existed. 18.16 has no ADD COLUMN
 // IF NOT EXISTS, so the table's columns are read first; when another process added a column in

@@ -23,19 +23,21 @@ func FoldStreams[R any](ctx context.Context, batch []eventschema.Envelope,
 	revision func(R) uint64,
 	apply func(key string, row R, exists bool, env eventschema.Envelope) (R, bool, error),
 ) ([]R, error) {
+	// The batch's events by index, not copied: an envelope is a dozen words, and a rebuild's
+	// batches are pages of ten thousand.
 	type keyed struct {
 		key string
-		env eventschema.Envelope
+		i   int
 	}
-	var events []keyed
+	events := make([]keyed, 0, len(batch))
 	var keys []string
 	seen := map[string]bool{}
-	for _, env := range batch {
+	for i, env := range batch {
 		k, ok := key(env)
 		if !ok {
 			continue
 		}
-		events = append(events, keyed{k, env})
+		events = append(events, keyed{k, i})
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
@@ -54,11 +56,12 @@ func FoldStreams[R any](ctx context.Context, batch []eventschema.Envelope,
 	changed := map[string]bool{}
 	var order []string
 	for _, ev := range events {
+		env := batch[ev.i]
 		row, exists := rows[ev.key]
-		if exists && ev.env.Revision <= revision(row) {
+		if exists && env.Revision <= revision(row) {
 			continue // already reflected: a redelivery or a replay
 		}
-		next, ok, err := apply(ev.key, row, exists, ev.env)
+		next, ok, err := apply(ev.key, row, exists, env)
 		if err != nil {
 			return nil, err
 		}
@@ -98,8 +101,14 @@ func DeletedUser(env eventschema.Envelope) (userUUID string, ok bool) {
 	return id, id != ""
 }
 
+// Decoder decodes a stored event, opened: *eventschema.Registry, or a rebuild's memo of the
+// events it decoded once for every read model.
+type Decoder interface {
+	Decode(env eventschema.Envelope) (domain.Event, error)
+}
+
 // Decode decodes env into the event type E.
-func Decode[E domain.Event](reg *eventschema.Registry, env eventschema.Envelope) (E, error) {
+func Decode[E domain.Event](reg Decoder, env eventschema.Envelope) (E, error) {
 	var zero E
 	ev, err := reg.Decode(env)
 	if err != nil {

@@ -24,14 +24,14 @@ const ProjectorName = "users-v2"
 // member is opened (eventschema.OpenPersonal), as projections hand every projector them, and seals
 // the personal data it keeps under the user's data subject with keys.
 type Projector struct {
-	reg   *eventschema.Registry
+	reg   readdb.Decoder
 	store Store
 	keys  eventschema.Keys
 }
 
 // NewProjector returns the projector writing to store, decoding events with reg and sealing the
 // externalIds it keeps with keys.
-func NewProjector(reg *eventschema.Registry, store Store, keys eventschema.Keys) *Projector {
+func NewProjector(reg readdb.Decoder, store Store, keys eventschema.Keys) *Projector {
 	if keys == nil {
 		panic("users.NewProjector: keys are required: the read model keeps externalIds sealed only")
 	}

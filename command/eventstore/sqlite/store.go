@@ -278,7 +278,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 		if err != nil {
 			return nil, fmt.Errorf("read stream %s from %d: %w", stream, from, s.readErr(err))
 		}
-		if evs, err = scanEnvelopes(rows); err != nil {
+		if evs, err = scanEnvelopes(rows, 0); err != nil {
 			return nil, fmt.Errorf("read stream %s from %d: %w", stream, from, s.readErr(err))
 		}
 	}
@@ -308,7 +308,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]eventsc
 	if err != nil {
 		return nil, fmt.Errorf("read all after %d: %w", after, s.readErr(err))
 	}
-	evs, err := scanEnvelopes(rows)
+	evs, err := scanEnvelopes(rows, min(limit, readAllPrealloc))
 	if err != nil {
 		return nil, fmt.Errorf("read all after %d: %w", after, s.readErr(err))
 	}
@@ -331,9 +331,15 @@ func (s *Store) HeadPosition(ctx context.Context) (uint64, error) {
 	return uint64(head.Int64), nil
 }
 
-func scanEnvelopes(rows *sql.Rows) ([]eventschema.Envelope, error) {
+// readAllPrealloc bounds the envelopes ReadAll makes room for before it reads: a rebuild's
+// pages of 10,000 no longer grow their slice a dozen times, and a caught-up subscription's
+// small reads do not hold room for a page.
+const readAllPrealloc = 1024
+
+// scanEnvelopes reads rows into envelopes, with room for prealloc of them to start with.
+func scanEnvelopes(rows *sql.Rows, prealloc int) ([]eventschema.Envelope, error) {
 	defer rows.Close()
-	var evs []eventschema.Envelope
+	evs := make([]eventschema.Envelope, 0, max(prealloc, 0))
 	for rows.Next() {
 		var (
 			e                  eventschema.Envelope
@@ -352,6 +358,9 @@ func scanEnvelopes(rows *sql.Rows) ([]eventschema.Envelope, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("scan events: %w", err)
+	}
+	if len(evs) == 0 {
+		return nil, nil // none reads as nil, as before the room was made
 	}
 	return evs, nil
 }

@@ -277,6 +277,66 @@ func (s *Store) Get(ctx context.Context, subject string) (eventschema.Key, error
 	return read(s.get.QueryRowContext(ctx, subject), subject)
 }
 
+// getManyChunk is how many subjects one GetMany statement looks up.
+const getManyChunk = 500
+
+// GetMany looks up many subjects at once (a rebuild opens a page of events at a time): the key
+// of each subject the store has, the zero Key for an erased one. A subject the store never had
+// is left out; Get tells it apart.
+func (s *Store) GetMany(ctx context.Context, subjects []string) (map[string]eventschema.Key, error) {
+	done, err := s.use()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make(map[string]eventschema.Key, len(subjects))
+	args := make([]any, 0, getManyChunk)
+	for from := 0; from < len(subjects); from += getManyChunk {
+		chunk := subjects[from:min(from+getManyChunk, len(subjects))]
+		args = args[:0]
+		for _, subject := range chunk {
+			args = append(args, subject)
+		}
+		query := `SELECT subject, key_id, material FROM subject_keys WHERE subject IN (?` +
+			strings.Repeat(`,?`, len(chunk)-1) + `)`
+		if err := s.readMany(ctx, query, args, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readMany(ctx context.Context, query string, args []any, out map[string]eventschema.Key) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("keys of %d subjects: %w", len(args), err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var (
+			subject  string
+			id       sql.NullString
+			material []byte
+		)
+		if err := rows.Scan(&subject, &id, &material); err != nil {
+			return fmt.Errorf("keys of %d subjects: %w", len(args), err)
+		}
+		if !id.Valid {
+			out[subject] = eventschema.Key{}
+			continue
+		}
+		k, err := eventschema.NewKey(id.String, material)
+		if err != nil {
+			return fmt.Errorf("key of %s: %w", subject, err)
+		}
+		out[subject] = k
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("keys of %d subjects: %w", len(args), err)
+	}
+	return nil
+}
+
 func read(row *sql.Row, subject string) (eventschema.Key, error) {
 	var (
 		id       sql.NullString

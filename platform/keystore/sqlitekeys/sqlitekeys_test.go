@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/platform/keystore/keystoretest"
 	"github.com/samla/samla/platform/keystore/sqlitekeys"
 )
@@ -153,4 +154,58 @@ func BenchmarkGetOrCreateNewSubjects(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGetManyAnswersAsGet: GetMany answers, across more subjects than one statement looks up,
+// what Get answers one by one: the key, the zero key of an erased subject, nothing for one the
+// store never had. So does the cache in front of the store, from itself or from the store.
+func TestGetManyAnswersAsGet(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "keys.db"))
+	var subjects []string
+	for i := range 1200 {
+		subject := fmt.Sprintf("collection-%d", i)
+		subjects = append(subjects, subject)
+		if i%3 == 2 {
+			continue // never had a key
+		}
+		if _, err := s.GetOrCreate(ctx, subject); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 1 {
+			if err := s.Destroy(ctx, subject); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cache := keystore.NewCache(s, 0, 100)
+	for _, subject := range subjects[:50] {
+		_, _ = cache.Get(ctx, subject) // some answered by the cache
+	}
+	for name, many := range map[string]keystore.ManyGetter{"store": s, "cache": cache} {
+		got, err := many.GetMany(ctx, subjects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, subject := range subjects {
+			want, werr := s.Get(ctx, subject)
+			k, ok := got[subject]
+			switch {
+			case errors.Is(werr, eventschema.ErrKeyNotFound):
+				if ok {
+					t.Errorf("%s: %s: %v, want none", name, subject, k)
+				}
+			case errors.Is(werr, eventschema.ErrSubjectErased):
+				if !ok || !k.IsZero() {
+					t.Errorf("%s: %s: %v %v, want the zero key", name, subject, k, ok)
+				}
+			case werr != nil:
+				t.Fatal(werr)
+			default:
+				if !ok || k.ID() != want.ID() || !bytes.Equal(k.Material(), want.Material()) {
+					t.Errorf("%s: %s: %v %v, want %v", name, subject, k, ok, want)
+				}
+			}
+		}
+	}
 }
