@@ -308,7 +308,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]eventsc
 	if err != nil {
 		return nil, fmt.Errorf("read all after %d: %w", after, s.readErr(err))
 	}
-	evs, err := scanEnvelopes(rows, min(limit, readAllPrealloc))
+	evs, err := scanEnvelopes(rows, readAllRoom(limit))
 	if err != nil {
 		return nil, fmt.Errorf("read all after %d: %w", after, s.readErr(err))
 	}
@@ -331,10 +331,17 @@ func (s *Store) HeadPosition(ctx context.Context) (uint64, error) {
 	return uint64(head.Int64), nil
 }
 
-// readAllPrealloc bounds the envelopes ReadAll makes room for before it reads: a rebuild's
-// pages of 10,000 no longer grow their slice a dozen times, and a caught-up subscription's
-// small reads do not hold room for a page.
-const readAllPrealloc = 1024
+// readAllRoom is how many envelopes ReadAll makes room for before it reads a page of limit: all
+// of them for a rebuild's pages (10,000 or 20,000: its slice no longer grows a dozen times), none
+// for smaller reads. A caught-up subscription asks for 500 after every commit and mostly finds
+// none or one: room for 500 envelopes (92 KB, zeroed) made each of its reads ten times dearer.
+func readAllRoom(limit int) int {
+	const pageFrom, pageMax = 2048, 20000
+	if limit < pageFrom {
+		return 0
+	}
+	return min(limit, pageMax)
+}
 
 // scanEnvelopes reads rows into envelopes, with room for prealloc of them to start with.
 func scanEnvelopes(rows *sql.Rows, prealloc int) ([]eventschema.Envelope, error) {
