@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	jsonv1 "github.com/go-json-experiment/json/v1"
-
 	"github.com/samla/samla/domain"
 	"github.com/samla/samla/domain/cancellation"
 	"github.com/samla/samla/domain/client"
@@ -78,22 +76,11 @@ func summariseEvent(t *eventType, env Envelope, ev domain.Event) (json.RawMessag
 	if err != nil {
 		return nil, 0, err
 	}
-	out, err := marshalSummary(summary)
+	out, err := json.Marshal(summary)
 	if err != nil {
 		return nil, 0, fmt.Errorf("audit summary of %s: %w", env.Type, err)
 	}
 	return out, t.current, nil
-}
-
-// marshalSummary is json.Marshal of an audit summary, by go-json-experiment's engine in
-// encoding/json's semantics (the history marshals one per event: a twentieth of a rebuild's
-// CPU by encoding/json), and by encoding/json itself should that fail, for its error.
-// FuzzDecodeFast checks that both write the same bytes.
-func marshalSummary(summary any) ([]byte, error) {
-	if out, err := jsonv1.Marshal(summary); err == nil {
-		return out, nil
-	}
-	return json.Marshal(summary)
 }
 
 // AuditSummaryOpened is AuditSummary of env, whose personal member was sealed, from ev: the
