@@ -79,11 +79,9 @@ func ScanPersonal(payload json.RawMessage) (PersonalScan, error) {
 	}
 	scan.before, scan.start, scan.end, scan.after, scan.found = before, start, end, after, true
 	if value := payload[start:end]; IsSealed(value) {
-		var env sealedEnvelope
-		if err := json.Unmarshal(value, &env); err != nil || env.Sealed == nil {
+		if scan.sealed = unmarshalSealed(value); scan.sealed == nil {
 			return PersonalScan{}, fmt.Errorf("%w: not a sealed form", ErrSealBroken)
 		}
-		scan.sealed = env.Sealed
 	}
 	return scan, nil
 }

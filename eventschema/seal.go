@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Crypto-shredding: every event keeps its personal data in its top-level "personal" member, and
@@ -128,11 +129,11 @@ func Open(ctx context.Context, keys Keys, stored []byte) (plain []byte, erased b
 	if !IsSealed(stored) {
 		return stored, false, nil
 	}
-	var env sealedEnvelope
-	if err := json.Unmarshal(stored, &env); err != nil || env.Sealed == nil {
+	s := unmarshalSealed(stored)
+	if s == nil {
 		return nil, false, fmt.Errorf("%w: not a sealed form", ErrSealBroken)
 	}
-	return openSealed(ctx, keys, env.Sealed)
+	return openSealed(ctx, keys, s)
 }
 
 // openSealed is Open of a decoded sealed form.
@@ -178,11 +179,28 @@ func SealedSubject(stored []byte) string {
 	if !IsSealed(stored) {
 		return ""
 	}
-	var env sealedEnvelope
-	if err := json.Unmarshal(stored, &env); err != nil || env.Sealed == nil {
+	s := unmarshalSealed(stored)
+	if s == nil {
 		return ""
 	}
-	return env.Sealed.Subject
+	return s.Subject
+}
+
+// unmarshalSealed is the sealed form json.Unmarshal decodes from stored, nil when it fails or
+// finds none. It decodes with go-json-experiment's engine in encoding/json's semantics first
+// (4x faster: every event a rebuild or a projector opens is one), and with encoding/json itself
+// when that fails, so that what decodes, and to what, is encoding/json's say
+// (FuzzUnmarshalSealed).
+func unmarshalSealed(stored []byte) *sealed {
+	var env sealedEnvelope
+	if jsonv1.Unmarshal(stored, &env) == nil {
+		return env.Sealed
+	}
+	env = sealedEnvelope{}
+	if json.Unmarshal(stored, &env) != nil {
+		return nil
+	}
+	return env.Sealed
 }
 
 // additionalData binds everything that says how to open the ciphertext to it.

@@ -118,7 +118,7 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 		return nil
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, func(r Row) ([]any, error) {
+		return readdb.ExecEachAppend(ctx, tx, sqliteUpsert, rows, func(args []any, r Row) ([]any, error) {
 			extra, err := encodeExtra(r.ExtraInformation)
 			if err != nil {
 				return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
@@ -131,8 +131,9 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 			if err != nil {
 				return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)
 			}
-			args := append([]any{r.CollectionID, r.Tenant, r.Company, r.Product,
-				r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg}, details.args()...)
+			args = append(args, r.CollectionID, r.Tenant, r.Company, r.Product,
+				r.LoginMethod, r.APIVersion, r.UserUUID, r.Status, extraArg)
+			args = details.appendArgs(args)
 			return append(args, readdb.Millis(r.CreatedAt), readdb.Millis(r.UpdatedAt), int64(r.Revision)), nil
 		})
 	})

@@ -172,8 +172,11 @@ func encodeDetails(r Row) (storedDetails, error) {
 }
 
 // args returns the stored details as query arguments, in the order of detailColumns.
-func (d storedDetails) args() []any {
-	return []any{d.requiredInputTypes, d.instructions, d.message, d.eidOrder, d.qrStartSecret, d.deadline, d.personal}
+func (d storedDetails) args() []any { return d.appendArgs(nil) }
+
+// appendArgs appends args() to args.
+func (d storedDetails) appendArgs(args []any) []any {
+	return append(args, d.requiredInputTypes, d.instructions, d.message, d.eidOrder, d.qrStartSecret, d.deadline, d.personal)
 }
 
 // dests returns pointers to scan detailColumns into.

@@ -80,12 +80,12 @@ func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
 		return nil
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEach(ctx, tx, `INSERT INTO event_history_v2 (`+sqliteColumns+`)
+		return readdb.ExecEachAppend(ctx, tx, `INSERT INTO event_history_v2 (`+sqliteColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (stream, revision) DO NOTHING`, rows, func(r Row) ([]any, error) {
-			return []any{r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
+			ON CONFLICT (stream, revision) DO NOTHING`, rows, func(args []any, r Row) ([]any, error) {
+			return append(args, r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
 				r.EventID, r.Type, r.SchemaVersion, readdb.Millis(r.OccurredAt), r.CorrelationID,
-				r.CausationID, r.Actor, string(r.Summary), r.PersonalData, r.DataSubject}, nil
+				r.CausationID, r.Actor, string(r.Summary), r.PersonalData, r.DataSubject), nil
 		})
 	})
 	if err != nil {

@@ -115,3 +115,41 @@ func TestExecEachOtherStatements(t *testing.T) {
 		t.Fatalf("a=%d b=%d c=%d, want 30 10 1", a, b, c)
 	}
 }
+
+// TestExecEachAppendCountsEachRowsValues: ExecEachAppend checks the values each item appends
+// against the row's columns, not the arguments appended so far.
+func TestExecEachAppendCountsEachRowsValues(t *testing.T) {
+	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	ctx := context.Background()
+	if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	items := []upsertRow{{"a", 1, "x"}, {"b", 2, "y"}, {"c", 3, "z"}}
+	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+		return readdb.ExecEachAppend(ctx, tx, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`, items,
+			func(args []any, r upsertRow) ([]any, error) {
+				if r.key == "b" {
+					return append(args, r.key, r.rev), nil
+				}
+				return append(args, r.key, r.rev, r.val), nil
+			})
+	})
+	if err == nil || err.Error() != "row 2 of 3: 2 values for 3 columns" {
+		t.Fatalf("err = %v, want the second item's 2 values for 3 columns", err)
+	}
+	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+		return readdb.ExecEachAppend(ctx, tx, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`, items,
+			func(args []any, r upsertRow) ([]any, error) { return append(args, r.key, r.rev, r.val), nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d rows (%v), want 3", n, err)
+	}
+}

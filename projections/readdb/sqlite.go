@@ -63,12 +63,26 @@ func DeleteAll(ctx context.Context, db *sql.DB, what string, tables ...string) e
 // per-statement overhead of database/sql and the driver (binding, stepping and resetting a
 // statement per row). Any other statement runs once per item.
 func ExecEach[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, values func(T) ([]any, error)) error {
+	return ExecEachAppend(ctx, tx, stmt, items, func(args []any, it T) ([]any, error) {
+		vals, err := values(it)
+		if err != nil {
+			return nil, err
+		}
+		return append(args, vals...), nil
+	})
+}
+
+// ExecEachAppend is ExecEach with the arguments of each item appended to args by appendValues
+// (its error returned as it is), rather than returned in a slice of their own: the statement's
+// arguments are then built without a slice per row (a rebuild writes a row per event to the
+// history alone).
+func ExecEachAppend[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, appendValues func(args []any, item T) ([]any, error)) error {
 	if len(items) == 0 {
 		return nil
 	}
 	head, row, tail, cols, ok := splitValues(stmt)
 	if !ok || len(items) == 1 {
-		return execOneByOne(ctx, tx, stmt, items, values)
+		return execOneByOne(ctx, tx, stmt, items, appendValues)
 	}
 	per := max(1, min(bulkRows, sqliteMaxVariables/cols))
 	var (
@@ -94,15 +108,15 @@ func ExecEach[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, va
 			size = len(chunk)
 		}
 		args = args[:0]
-		for _, it := range chunk {
-			vals, err := values(it)
-			if err != nil {
+		for j, it := range chunk {
+			before := len(args)
+			var err error
+			if args, err = appendValues(args, it); err != nil {
 				return err
 			}
-			if len(vals) != cols {
-				return fmt.Errorf("row %d of %d: %d values for %d columns", from+1, len(items), len(vals), cols)
+			if n := len(args) - before; n != cols {
+				return fmt.Errorf("row %d of %d: %d values for %d columns", from+j+1, len(items), n, cols)
 			}
-			args = append(args, vals...)
 		}
 		if _, err := prepared.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("rows %d..%d of %d: %w", from+1, from+len(chunk), len(items), err)
@@ -170,15 +184,16 @@ func repeatRow(row string, n int) string {
 }
 
 // execOneByOne prepares stmt in tx and executes it once per item.
-func execOneByOne[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, values func(T) ([]any, error)) error {
+func execOneByOne[T any](ctx context.Context, tx *sql.Tx, stmt string, items []T, appendValues func([]any, T) ([]any, error)) error {
 	prepared, err := tx.PrepareContext(ctx, stmt)
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	defer func() { _ = prepared.Close() }()
+	var args []any
 	for i, it := range items {
-		args, err := values(it)
-		if err != nil {
+		// database/sql is done with an execution's arguments when it returns.
+		if args, err = appendValues(args[:0], it); err != nil {
 			return err
 		}
 		if _, err := prepared.ExecContext(ctx, args...); err != nil {

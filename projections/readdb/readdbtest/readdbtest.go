@@ -88,8 +88,12 @@ func ClickHouseDatabase(t testing.TB) string {
 			return
 		}
 		defer func() { _ = conn.Close() }()
-		if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+database); err != nil {
-			t.Errorf("drop clickhouse test database %s: %v", database, err)
+		// A rebuild's databases beside it go too: a test that stops a rebuild midway leaves
+		// <database>_old or <database>_rebuild for the next open, which never comes.
+		for _, db := range []string{database, database + "_old", database + "_rebuild"} {
+			if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db); err != nil {
+				t.Errorf("drop clickhouse test database %s: %v", db, err)
+			}
 		}
 	})
 	return u.String()
