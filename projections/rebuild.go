@@ -167,8 +167,10 @@ type rebuildBatch struct {
 // before, a fifth of a rebuild's CPU), and decodes any other envelope itself. An envelope is
 // answered from a batch only if it is the batch's own opened envelope, payload and all.
 //
-// The decoded events are shared by the projectors' goroutines: the projectors copy what they
-// keep of an event and change none.
+// The decoded events are shared by the projectors' goroutines, and the rows the projectors
+// keep share the events' maps, slices and pointers (ExtraInformation, RequiredInputTypes, the
+// EID order, the deadline, a document's content): no projector may change an event, or a row
+// in place, only replace what it changes.
 type decodeMemo struct {
 	reg      *eventschema.Registry
 	mu       sync.RWMutex
