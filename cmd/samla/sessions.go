@@ -136,14 +136,14 @@ func sessionsCommand(stdout, stderr io.Writer) *cobra.Command {
 			}
 			what := "signs new session tokens once the processes restart"
 			if stage {
-				what = "verifies only; make it sign with samla sessions promote-key " + id
+				what = "verifies only; make it sign with samla sessions promote-key -- " + id
 			}
 			fmt.Fprintf(stdout, "added key %s to %s; it %s\n", id, path, what)
 			return nil
 		})
 	rotate.Flags().BoolVar(&stage, "stage", false, "add the new key last, to verify only until promote-key: with several processes, roll the file out to all of them first")
 
-	promote := keyFileCommand("promote-key KID", "Make a key of the file the signing key", cobra.ExactArgs(1),
+	promote := keyFileCommand("promote-key [--] KID", "Make a key of the file the signing key", cobra.ExactArgs(1),
 		func(_ *cobra.Command, path string, args []string) error {
 			if err := sessiontoken.PromoteKey(path, args[0]); err != nil {
 				return err
@@ -152,7 +152,7 @@ func sessionsCommand(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		})
 
-	retire := keyFileCommand("retire-key KID", "Remove a key that no longer signs; tokens it signed stop verifying", cobra.ExactArgs(1),
+	retire := keyFileCommand("retire-key [--] KID", "Remove a key that no longer signs; tokens it signed stop verifying", cobra.ExactArgs(1),
 		func(_ *cobra.Command, path string, args []string) error {
 			if err := sessiontoken.RetireKey(path, args[0]); err != nil {
 				return err

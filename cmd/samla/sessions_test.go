@@ -51,7 +51,14 @@ func TestSessionKeyCommands(t *testing.T) {
 	run := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer
 		root := newRoot(&out, &errOut)
-		root.SetArgs(append(args, "--data-dir", dir))
+		// The flags go first and "--" before a key id: a thumbprint may start with '-' (one
+		// in 64), which a flag parser reads as a flag otherwise.
+		if i := slices.Index(args, "--"); i >= 0 {
+			args = slices.Concat(args[:i], []string{"--data-dir", dir}, args[i:])
+		} else {
+			args = append(args, "--data-dir", dir)
+		}
+		root.SetArgs(args)
 		err := root.Execute()
 		return out.String(), err
 	}
@@ -75,7 +82,11 @@ func TestSessionKeyCommands(t *testing.T) {
 	if len(ids) != 2 || ids[0] != first.SigningKeyID() {
 		t.Fatalf("after --stage: %v, want the first key still signing", ids)
 	}
-	if _, err := run("sessions", "promote-key", ids[1]); err != nil {
+	// A thumbprint that starts with '-' reaches the command after "--".
+	if _, err := run("sessions", "promote-key", "--", "-no-such-key"); !errors.Is(err, sessiontoken.ErrNoSuchKey) {
+		t.Fatalf("promote-key -- -…: %v, want the key looked up (no such key)", err)
+	}
+	if _, err := run("sessions", "promote-key", "--", ids[1]); err != nil {
 		t.Fatal(err)
 	}
 	out, err := run("sessions", "list-keys")
@@ -85,10 +96,10 @@ func TestSessionKeyCommands(t *testing.T) {
 	if want := ids[1] + "\tsigns\n" + ids[0] + "\tverifies\n"; out != want {
 		t.Errorf("list-keys = %q, want %q", out, want)
 	}
-	if _, err := run("sessions", "retire-key", ids[1]); !errors.Is(err, sessiontoken.ErrRetireSigningKey) {
+	if _, err := run("sessions", "retire-key", "--", ids[1]); !errors.Is(err, sessiontoken.ErrRetireSigningKey) {
 		t.Errorf("retiring the signing key: %v", err)
 	}
-	if _, err := run("sessions", "retire-key", ids[0]); err != nil {
+	if _, err := run("sessions", "retire-key", "--", ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	if keys, _ := sessiontoken.LoadKeyFile(path); !slices.Equal(keys.KeyIDs(), ids[1:]) {
