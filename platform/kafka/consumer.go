@@ -28,6 +28,13 @@ type ConsumerConfig struct {
 	// (default 10 ms). It trades a few milliseconds of latency for fewer, larger handler calls
 	// (one read-model transaction per batch instead of per event).
 	MaxWait time.Duration
+	// BatchInterval is the least time from one batch's hand-over to the next (default
+	// DefaultBatchInterval; negative: none). A batch that starts within it of the previous one
+	// keeps gathering until it has passed, so a steady trickle of events (each relay publish a
+	// few events) is handled in a few larger batches instead of one per publish: every batch
+	// costs a read-model transaction, an offset commit (fsynced by the embedded broker) and its
+	// wake-ups, whatever its size. The first event after a quiet spell waits only MaxWait.
+	BatchInterval time.Duration
 	// OnBatch, when set, is called after each batch has been handled and its offsets
 	// committed, so that the caller can keep metrics (lag = now - Newest, skipped messages).
 	OnBatch func(BatchInfo)
@@ -61,6 +68,12 @@ type BatchInfo struct {
 const (
 	defaultMaxBatch = 500
 	defaultMaxWait  = 10 * time.Millisecond
+	// DefaultBatchInterval bounds a busy group to about 20 batches a second. Measured with 200
+	// collections polled to COMPLETED on the embedded default, against one batch per relay
+	// publish: 570 → 273 offset commits (each an fsync of the broker's groups.log) and 5,500 →
+	// 3,400 WAL pages written by the read models; it adds at most 50 ms to an event's way
+	// into a read model, and only while the group is busy.
+	DefaultBatchInterval = 50 * time.Millisecond
 	// fetchMaxWait is the broker-side long-poll of each partition fetch. The broker answers
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
 	// how often an idle partition is polled.
@@ -100,6 +113,9 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = defaultMaxWait
+	}
+	if cfg.BatchInterval == 0 {
+		cfg.BatchInterval = DefaultBatchInterval
 	}
 	logger = logger.With("group", cfg.GroupID)
 
@@ -157,6 +173,8 @@ type consumer struct {
 	logger *slog.Logger
 	reader *kafkago.Reader
 	handle func(ctx context.Context, batch []eventschema.Envelope) error
+	// handed is when the last batch was handed to handle.
+	handed time.Time
 }
 
 func (c *consumer) run(ctx context.Context) error {
@@ -188,6 +206,7 @@ func (c *consumer) run(ctx context.Context) error {
 			}
 		}
 		info.Events = len(events)
+		c.handed = time.Now()
 		if len(events) > 0 {
 			if info.Attempts, err = c.handleWithRetry(ctx, events); err != nil {
 				return err
@@ -233,7 +252,7 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 	}
 	// FetchMessage with an expired context returns without taking a message, so nothing
 	// fetched is ever lost at the window's edge.
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.MaxWait)
+	wctx, cancel := context.WithDeadline(ctx, c.windowEnd(time.Now()))
 	defer cancel()
 	for len(msgs) < c.cfg.MaxBatch {
 		m, err := c.reader.FetchMessage(wctx)
@@ -249,6 +268,18 @@ func (c *consumer) gather(ctx context.Context, msgs []kafkago.Message) ([]kafkag
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// windowEnd is when a batch whose first message came at first stops gathering: MaxWait after
+// it, or BatchInterval after the previous batch's hand-over when that is later.
+func (c *consumer) windowEnd(first time.Time) time.Time {
+	end := first.Add(c.cfg.MaxWait)
+	if c.cfg.BatchInterval > 0 && !c.handed.IsZero() {
+		if busy := c.handed.Add(c.cfg.BatchInterval); busy.After(end) {
+			end = busy
+		}
+	}
+	return end
 }
 
 func (c *consumer) handleWithRetry(ctx context.Context, events []eventschema.Envelope) (int, error) {
