@@ -79,6 +79,15 @@ type session struct {
 	// next step looks again (resume).
 	park    bool
 	parkFor time.Duration
+
+	// agg is the collection as this step last read or stored it, nil when not known: the
+	// step's next change decides on it instead of reading the stream again (repository.From;
+	// a write by anyone else meanwhile fails the append, which then reads it). A step reads
+	// the collection once instead of before every change (7 reads of a collection's stream
+	// were 12 % of the CPU a collection cost). It is dropped when the session parks, so a
+	// parked session keeps no personal data in memory and looks at the stored collection when
+	// it wakes.
+	agg *collection.Collection
 }
 
 // runStep runs one step of the session and tells the scheduler whether to park it. A session
@@ -90,6 +99,7 @@ func (w *Worker) runStep(ctx context.Context, s *session) stepResult {
 		defer m.ConnectorSessions.Dec()
 	}
 	err := s.next(ctx)
+	s.agg = nil
 	if err == nil && s.park {
 		return stepResult{park: true, wait: s.parkFor, client: s.tenant}
 	}
@@ -667,15 +677,22 @@ func (s *session) step(ctx context.Context, mustOwn bool, decide func(*collectio
 			}
 		}
 		var refused error // what this round's decision said; nil when it decided
+		var opts []repository.UpdateOption
+		if s.agg != nil {
+			opts = append(opts, repository.From(s.agg))
+		}
+		// Whatever happens, the aggregate handed to Update is the repository's now.
+		s.agg = nil
 		c, _, err := s.w.cfg.Repo.Update(ctx, s.id, s.meta(), func(c *collection.Collection) error {
 			refused = s.check(c, mustOwn)
 			if refused == nil {
 				refused = decide(c)
 			}
 			return refused
-		})
+		}, opts...)
 		switch {
 		case err == nil:
+			s.agg = c
 			return c, nil
 		case refused != nil:
 			return c, err // decided: the collection refused, or the session's rules did
@@ -703,6 +720,7 @@ func (s *session) check(c *collection.Collection, mustOwn bool) error {
 }
 
 func (s *session) load(ctx context.Context) (*collection.Collection, error) {
+	s.agg = nil
 	c, err := s.w.cfg.Repo.Load(ctx, s.id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -710,6 +728,7 @@ func (s *session) load(ctx context.Context) (*collection.Collection, error) {
 		}
 		return nil, &storeError{fmt.Errorf("load collection %s: %w", s.id, err)}
 	}
+	s.agg = c
 	return c, nil
 }
 
