@@ -219,7 +219,17 @@ func (s *session) run(ctx context.Context) error {
 		}
 	}
 	c, err = s.mutate(ctx, false, func(c *collection.Collection) error {
-		return c.Claim(s.w.cfg.WorkerID, s.w.now(), s.w.cfg.StaleClaimAfter)
+		now := s.w.now()
+		if err := c.Claim(s.w.cfg.WorkerID, now, s.w.cfg.StaleClaimAfter); err != nil {
+			return err
+		}
+		// Before LOGIN, which clears them from the status.
+		s.takeOver(c)
+		if s.logsInAfterClaim(c) {
+			// drive's first change: in the claim's append, one append fewer per collection.
+			return c.ChangeStatusWith(collection.StatusLogin, collection.StatusDetails{}, now)
+		}
+		return nil
 	})
 	if errors.Is(err, collection.ErrAlreadyClaimed) {
 		return errDropped
@@ -229,6 +239,17 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.log.Debug("collection claimed", "status", c.Status())
 	return s.drive(ctx, c)
+}
+
+// logsInAfterClaim tells whether drive, given the collection just claimed, moves it to LOGIN
+// before anything else: the same checks drive makes first, in its order.
+func (s *session) logsInAfterClaim(c *collection.Collection) bool {
+	if s.pastDeadline(c) || c.Status() == collection.StatusCollecting || c.Status() == collection.StatusLogin ||
+		!collection.CanTransition(c.Status(), collection.StatusLogin) {
+		return false
+	}
+	co, err := s.w.cfg.Catalog.Get(c.Company())
+	return err == nil && co.Supports(c.LoginMethod()) && c.LoginMethod() != company.LoginPDFUpload
 }
 
 // drive takes a claimed collection from its current status to a final one.
@@ -243,7 +264,6 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	if !co.Supports(c.LoginMethod()) {
 		return s.finish(ctx, collection.StatusLoginMethodNotApplicable, nil)
 	}
-	s.takeOver(c)
 	s.psd2 = co.Consents
 	if c.LoginMethod() == company.LoginPDFUpload {
 		return s.drivePDF(ctx, c, co.ID)
@@ -271,8 +291,9 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	return s.settle(ctx, c)
 }
 
-// takeOver notes what the collection waited for when this session took it: the deadlines of
-// the user's steps, which a new login must not extend, and input already supplied.
+// takeOver notes what the collection waited for when this session claimed it: the deadlines
+// of the user's steps, which a new login must not extend, and input already supplied. The
+// claim's decide calls it (again on each of its rounds).
 func (s *session) takeOver(c *collection.Collection) {
 	s.inherited = map[collection.DeadlineKind]time.Time{}
 	if d := c.Deadline(); d != nil && d.Kind != collection.DeadlineEIDOrder {
