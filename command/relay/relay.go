@@ -59,7 +59,8 @@ type Config struct {
 	// Brokers are used to read the checkpoint, and to build the writer when Writer is nil.
 	Brokers []string
 	// Writer publishes events and checkpoints. When nil, Run creates kafka.NewWriter(Brokers)
-	// and closes it on return; a writer passed in is the caller's to close.
+	// for the events and kafka.NewCheckpointWriter(Brokers) for the checkpoints and closes
+	// them on return; a writer passed in is the caller's to close.
 	Writer Writer
 	Logger *slog.Logger
 	// Metrics are optional.
@@ -133,15 +134,17 @@ func (r *Relay) Run(ctx context.Context) error {
 	if len(r.cfg.Brokers) == 0 {
 		return errors.New("relay: no brokers")
 	}
-	w := r.cfg.Writer
+	w, cw := r.cfg.Writer, r.cfg.Writer
 	if w == nil {
-		kw := kafka.NewWriter(r.cfg.Brokers)
+		kw, kcw := kafka.NewWriter(r.cfg.Brokers), kafka.NewCheckpointWriter(r.cfg.Brokers)
 		defer func() {
-			if err := kw.Close(); err != nil {
-				r.log.Warn("close kafka writer", "error", err)
+			for _, x := range []*kafkago.Writer{kw, kcw} {
+				if err := x.Close(); err != nil {
+					r.log.Warn("close kafka writer", "error", err)
+				}
 			}
 		}()
-		w = kw
+		w, cw = kw, kcw
 	}
 
 	var acked uint64
@@ -156,7 +159,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	setGauge(r.cfg.Metrics.Checkpoint, float64(acked))
 
 	for attempt := 1; ; attempt++ {
-		next, err := r.follow(ctx, w, acked)
+		next, err := r.follow(ctx, w, cw, acked)
 		if next > acked {
 			attempt = 1 // progress was made: the failure is a fresh one
 		}
@@ -175,7 +178,7 @@ func (r *Relay) Run(ctx context.Context) error {
 // follow subscribes after acked and publishes until the subscription or ctx ends. It returns
 // the position of the last checkpointed event, from which the next subscription resumes;
 // events queued but not yet acknowledged are simply read again.
-func (r *Relay) follow(ctx context.Context, w Writer, acked uint64) (uint64, error) {
+func (r *Relay) follow(ctx context.Context, w, cw Writer, acked uint64) (uint64, error) {
 	subCtx, cancel := context.WithCancel(ctx)
 	b := &batcher{
 		r: r,
@@ -240,7 +243,7 @@ func (r *Relay) follow(ctx context.Context, w Writer, acked uint64) (uint64, err
 			Key:   []byte(checkpointKey),
 			Value: []byte(strconv.FormatUint(last.Position, 10)),
 		}
-		err = r.retry(ctx, "writing relay checkpoint", func() error { return w.WriteMessages(opCtx, cp) },
+		err = r.retry(ctx, "writing relay checkpoint", func() error { return cw.WriteMessages(opCtx, cp) },
 			"position", last.Position)
 		if err != nil {
 			return acked, err
