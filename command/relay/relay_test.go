@@ -485,6 +485,41 @@ func TestRelaySplitsBatchesBySize(t *testing.T) {
 	s.wantOnce(t, 200)
 }
 
+// TestRelayGathersATrickle publishes events that keep coming within BatchInterval of the last
+// publish together, and the first one after a quiet spell at once.
+func TestRelayGathersATrickle(t *testing.T) {
+	t.Parallel()
+	broker := startBroker(t)
+	store := newMemStore()
+	real := kafka.NewWriter(broker.Brokers())
+	t.Cleanup(func() { real.Close() })
+	var publishes atomic.Int64
+	counting := &flakyWriter{w: real, fail: func(_ int64, msgs []kafkago.Message) error {
+		if msgs[0].Topic != kafka.RelayCheckpointTopic {
+			publishes.Add(1)
+		}
+		return nil
+	}}
+	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: counting, BatchInterval: 300 * time.Millisecond})
+	store.appendN(1, 1)
+	waitCheckpoint(t, broker.Brokers(), 1)
+	if n := publishes.Load(); n != 1 {
+		t.Fatalf("first event: %d publishes, want 1", n)
+	}
+	for range 30 {
+		store.appendN(1, 7)
+		time.Sleep(3 * time.Millisecond)
+	}
+	waitCheckpoint(t, broker.Brokers(), 31)
+	// One publish per event without the interval; with it, the trickle (about 100 ms) fits in
+	// one or two windows (three on a slow machine).
+	if n := publishes.Load(); n > 4 {
+		t.Errorf("31 events in %d publishes, want at most 4", n)
+	}
+	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s.wantOnce(t, 31)
+}
+
 func TestReadCheckpointOfEmptyTopic(t *testing.T) {
 	t.Parallel()
 	broker := startBroker(t)

@@ -133,13 +133,25 @@ func (r *Repository[A]) Load(ctx context.Context, id string) (A, error) {
 // UpdateOption adjusts one Update.
 type UpdateOption func(*update)
 
-type update struct{ newID bool }
+type update struct {
+	newID bool
+	from  any // an A to decide on in the first round, see From
+}
 
 // NewID says the id was just generated (a fresh UUID), so its stream cannot have events yet:
 // the first round decides on an empty aggregate without reading the stream, which keeps a read
 // off the hot path. Should the stream exist after all, the append's no-stream expectation fails
 // and the next round loads it as usual.
 func NewID() UpdateOption { return func(u *update) { u.newID = true } }
+
+// From makes the first round decide on agg, the aggregate as a Load or an Update of this
+// repository returned it, instead of reading its stream again: a session that changes one
+// aggregate in several steps reads it once. Should the stream have moved on meanwhile, the
+// append's expected revision fails and the next round loads it as usual, so a stale agg costs
+// a round, never a wrong decision. decide changes agg in place: the caller gives it up and
+// keeps what Update returns. agg must be non-nil and of the id Update is given; one with
+// recorded events not yet stored (a failed decide or append left them) is not used.
+func From[A domain.Aggregate](agg A) UpdateOption { return func(u *update) { u.from = agg } }
 
 // Update is the one way to change an aggregate: load it, run decide on it, and append the events
 // decide made it record, expecting the stream to be where it was loaded. On a conflict (another
@@ -166,9 +178,13 @@ func (r *Repository[A]) Update(ctx context.Context, id string, meta Meta, decide
 	var conflict error
 	for attempt := 1; attempt <= r.maxAttempts; attempt++ {
 		var agg A
-		if attempt == 1 && o.newID {
+		from, fromOK := o.from.(A)
+		switch {
+		case attempt == 1 && o.newID:
 			agg = r.kind.New()
-		} else {
+		case attempt == 1 && fromOK && len(from.Recorded()) == 0:
+			agg = from
+		default:
 			var err error
 			if agg, err = r.Load(ctx, id); err != nil {
 				return zero, eventstore.AppendResult{}, err

@@ -201,6 +201,58 @@ func TestUpdateOfANewIDReadsNothing(t *testing.T) {
 	}
 }
 
+func TestUpdateFromAKnownAggregateReadsNothing(t *testing.T) {
+	repo, s := newRepo(t)
+	ctx := context.Background()
+	c, _, err := repo.Update(ctx, "acme", meta, register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.reads.Store(0)
+	c, _, err = repo.Update(ctx, "acme", meta, func(c *client.Client) error { return c.IssueAPIKey("k1", key1, t0) }, repository.From(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.reads.Load() != 0 || c.Version() != 2 || len(s.Events(client.StreamName("acme"))) != 2 {
+		t.Fatalf("reads %d, version %d, events %d", s.reads.Load(), c.Version(), len(s.Events(client.StreamName("acme"))))
+	}
+
+	// Someone else appended after c was returned: the append from the stale aggregate
+	// conflicts, and the next round decides on the stream as stored.
+	if _, _, err := repo.Update(ctx, "acme", meta, func(c *client.Client) error {
+		return c.IssueAPIKey("k2", strings.Repeat("y", 44), t0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.reads.Store(0)
+	var keys []int
+	c, _, err = repo.Update(ctx, "acme", meta, func(c *client.Client) error {
+		keys = append(keys, len(c.ActiveKeyHashes()))
+		return c.IssueAPIKey("k3", strings.Repeat("z", 44), t0)
+	}, repository.From(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 || keys[0] != 1 || keys[1] != 2 || s.reads.Load() != 1 || c.Version() != 4 {
+		t.Fatalf("keys seen per round %v, reads %d, version %d", keys, s.reads.Load(), c.Version())
+	}
+
+	// An aggregate a refused decide left with recorded events is not decided on again.
+	bad, _, err := repo.Update(ctx, "acme", meta, func(c *client.Client) error {
+		if err := c.IssueAPIKey("k4", strings.Repeat("w", 44), t0); err != nil {
+			return err
+		}
+		return errors.New("refused after recording")
+	}, repository.From(c))
+	if err == nil || len(bad.Recorded()) != 1 {
+		t.Fatalf("refused decide: %v, recorded %d", err, len(bad.Recorded()))
+	}
+	s.reads.Store(0)
+	if _, _, err := repo.Update(ctx, "acme", meta, func(c *client.Client) error { return nil }, repository.From(bad)); err != nil || s.reads.Load() != 1 {
+		t.Fatalf("update from a dirty aggregate: %v, reads %d", err, s.reads.Load())
+	}
+}
+
 func TestUpdateKeepsAnAppendItStartedWhenTheCallerGoesAway(t *testing.T) {
 	t.Run("cancelled right before the append", func(t *testing.T) {
 		repo, s := newRepo(t)

@@ -31,6 +31,7 @@ import (
 type outageStore struct {
 	*memstore.Store
 	failAppends atomic.Bool
+	appends     atomic.Int32 // append calls that reached the store
 }
 
 func (s *outageStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events []eventschema.Envelope) (eventstore.AppendResult, error) {
@@ -40,6 +41,7 @@ func (s *outageStore) Append(ctx context.Context, stream string, expected events
 	if s.failAppends.Load() {
 		return eventstore.AppendResult{}, errors.New("store down")
 	}
+	s.appends.Add(1)
 	return s.Store.Append(ctx, stream, expected, events)
 }
 

@@ -79,6 +79,15 @@ type session struct {
 	// next step looks again (resume).
 	park    bool
 	parkFor time.Duration
+
+	// agg is the collection as this step last read or stored it, nil when not known: the
+	// step's next change decides on it instead of reading the stream again (repository.From;
+	// a write by anyone else meanwhile fails the append, which then reads it). A step reads
+	// the collection once instead of before every change (7 reads of a collection's stream
+	// were 12 % of the CPU a collection cost). It is dropped when the session parks, so a
+	// parked session keeps no personal data in memory and looks at the stored collection when
+	// it wakes.
+	agg *collection.Collection
 }
 
 // runStep runs one step of the session and tells the scheduler whether to park it. A session
@@ -90,6 +99,7 @@ func (w *Worker) runStep(ctx context.Context, s *session) stepResult {
 		defer m.ConnectorSessions.Dec()
 	}
 	err := s.next(ctx)
+	s.agg = nil
 	if err == nil && s.park {
 		return stepResult{park: true, wait: s.parkFor, client: s.tenant}
 	}
@@ -209,7 +219,17 @@ func (s *session) run(ctx context.Context) error {
 		}
 	}
 	c, err = s.mutate(ctx, false, func(c *collection.Collection) error {
-		return c.Claim(s.w.cfg.WorkerID, s.w.now(), s.w.cfg.StaleClaimAfter)
+		now := s.w.now()
+		if err := c.Claim(s.w.cfg.WorkerID, now, s.w.cfg.StaleClaimAfter); err != nil {
+			return err
+		}
+		// Before LOGIN, which clears them from the status.
+		s.takeOver(c)
+		if s.logsInAfterClaim(c) {
+			// drive's first change: in the claim's append, one append fewer per collection.
+			return c.ChangeStatusWith(collection.StatusLogin, collection.StatusDetails{}, now)
+		}
+		return nil
 	})
 	if errors.Is(err, collection.ErrAlreadyClaimed) {
 		return errDropped
@@ -219,6 +239,17 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.log.Debug("collection claimed", "status", c.Status())
 	return s.drive(ctx, c)
+}
+
+// logsInAfterClaim tells whether drive, given the collection just claimed, moves it to LOGIN
+// before anything else: the same checks drive makes first, in its order.
+func (s *session) logsInAfterClaim(c *collection.Collection) bool {
+	if s.pastDeadline(c) || c.Status() == collection.StatusCollecting || c.Status() == collection.StatusLogin ||
+		!collection.CanTransition(c.Status(), collection.StatusLogin) {
+		return false
+	}
+	co, err := s.w.cfg.Catalog.Get(c.Company())
+	return err == nil && co.Supports(c.LoginMethod()) && c.LoginMethod() != company.LoginPDFUpload
 }
 
 // drive takes a claimed collection from its current status to a final one.
@@ -233,7 +264,6 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	if !co.Supports(c.LoginMethod()) {
 		return s.finish(ctx, collection.StatusLoginMethodNotApplicable, nil)
 	}
-	s.takeOver(c)
 	s.psd2 = co.Consents
 	if c.LoginMethod() == company.LoginPDFUpload {
 		return s.drivePDF(ctx, c, co.ID)
@@ -261,8 +291,9 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 	return s.settle(ctx, c)
 }
 
-// takeOver notes what the collection waited for when this session took it: the deadlines of
-// the user's steps, which a new login must not extend, and input already supplied.
+// takeOver notes what the collection waited for when this session claimed it: the deadlines
+// of the user's steps, which a new login must not extend, and input already supplied. The
+// claim's decide calls it (again on each of its rounds).
 func (s *session) takeOver(c *collection.Collection) {
 	s.inherited = map[collection.DeadlineKind]time.Time{}
 	if d := c.Deadline(); d != nil && d.Kind != collection.DeadlineEIDOrder {
@@ -667,15 +698,22 @@ func (s *session) step(ctx context.Context, mustOwn bool, decide func(*collectio
 			}
 		}
 		var refused error // what this round's decision said; nil when it decided
+		var opts []repository.UpdateOption
+		if s.agg != nil {
+			opts = append(opts, repository.From(s.agg))
+		}
+		// Whatever happens, the aggregate handed to Update is the repository's now.
+		s.agg = nil
 		c, _, err := s.w.cfg.Repo.Update(ctx, s.id, s.meta(), func(c *collection.Collection) error {
 			refused = s.check(c, mustOwn)
 			if refused == nil {
 				refused = decide(c)
 			}
 			return refused
-		})
+		}, opts...)
 		switch {
 		case err == nil:
+			s.agg = c
 			return c, nil
 		case refused != nil:
 			return c, err // decided: the collection refused, or the session's rules did
@@ -703,6 +741,7 @@ func (s *session) check(c *collection.Collection, mustOwn bool) error {
 }
 
 func (s *session) load(ctx context.Context) (*collection.Collection, error) {
+	s.agg = nil
 	c, err := s.w.cfg.Repo.Load(ctx, s.id)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -710,6 +749,7 @@ func (s *session) load(ctx context.Context) (*collection.Collection, error) {
 		}
 		return nil, &storeError{fmt.Errorf("load collection %s: %w", s.id, err)}
 	}
+	s.agg = c
 	return c, nil
 }
 

@@ -57,6 +57,7 @@ func TestHappyPathCompletesWithInsurances(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	w := e.worker(e.config("w1"))
 	id, started := e.start(insurer, mock, tolvan)
+	before := e.store.appends.Load()
 
 	if err := w.HandleBatch(context.Background(), []eventschema.Envelope{started}); err != nil {
 		t.Fatal(err)
@@ -65,6 +66,11 @@ func TestHappyPathCompletesWithInsurances(t *testing.T) {
 
 	if c.Status() != collection.StatusCompleted {
 		t.Fatalf("status %s, want COMPLETED", c.Status())
+	}
+	// The claim with LOGIN, WAITING_FOR_USER_ACTION, COLLECTING, the data with COMPLETED: every
+	// append is a commit of the event store and a publish to Kafka.
+	if got := e.store.appends.Load() - before; got != 4 {
+		t.Errorf("the session appended %d times, want 4", got)
 	}
 	if got := e.statuses(id); !slices.Equal(got, happyPath) {
 		t.Fatalf("statuses %v, want %v", got, happyPath)

@@ -39,16 +39,18 @@ type config struct {
 	finalTimeout       time.Duration
 	visibleTimeoutEach time.Duration
 
-	skip           map[string]bool
-	pprof          bool
-	profileDir     string
-	rebuildTimeout time.Duration
-	memLoad        time.Duration
-	memSettle      time.Duration
-	fairA, fairB   int
-	fairTimeout    time.Duration
-	contactTimeout time.Duration
-	clkTck         int64
+	skip       map[string]bool
+	pprof      bool
+	profileDir string
+	// completedProfile is how long the CPU profile of the completed-collections phase runs.
+	completedProfile time.Duration
+	rebuildTimeout   time.Duration
+	memLoad          time.Duration
+	memSettle        time.Duration
+	fairA, fairB     int
+	fairTimeout      time.Duration
+	contactTimeout   time.Duration
+	clkTck           int64
 }
 
 // skippable are the parts -skip can leave out: the slow ones, and "poll" (the bare handler and the
@@ -83,7 +85,8 @@ func main() {
 	flag.BoolVar(&quick, "quick", false, "shorter run (about 2 minutes): -d 3s -post-d 2s -n 100 -visible 100 -mem-load 10s -mem-settle 15s -fair-b 10 -fair-timeout 20s; explicit flags win")
 	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: "+strings.Join(skippable, ", "))
 	flag.BoolVar(&c.pprof, "pprof", false, "start samla with SAMLA_PPROF=true (its /debug/pprof/ address is printed)")
-	flag.StringVar(&c.profileDir, "profile-dir", "", "save CPU profiles of the status-poll and POST loads and heap profiles of the memory run there (implies -pprof)")
+	flag.StringVar(&c.profileDir, "profile-dir", "", "save CPU profiles of the completed-collections phase and the status-poll and POST loads, and heap profiles of the memory run there (implies -pprof)")
+	flag.DurationVar(&c.completedProfile, "completed-profile-d", 5*time.Second, "length of the CPU profile of the completed-collections phase (with -profile-dir): a shorter phase leaves the profile's rest idle, a longer one is profiled in part")
 	flag.DurationVar(&c.rebuildTimeout, "rebuild-timeout", 3*time.Minute, "bound on one `samla projections rebuild`")
 	flag.DurationVar(&c.memLoad, "mem-load", 30*time.Second, "duration of the POST load of the memory run")
 	flag.DurationVar(&c.memSettle, "mem-settle", 3*time.Minute, "wait after the memory run's load before its last RSS reading (the issue reads it three minutes later)")
@@ -370,6 +373,7 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 	// collections per CPU-second of the samla process (sandbox companies included; with
 	// ClickHouse, the ClickHouse server's CPU is not counted).
 	c.logf("samla (%s): creating %d collections, awaiting them until final", kind, c.collections)
+	stopProfile := profile(ctx, c, in, "cpu-completed-"+strings.ToLower(kind), c.completedProfile)
 	cpu0, err := cpuTime(in.p.pid(), c.clkTck)
 	if err != nil {
 		return nil, err
@@ -397,6 +401,7 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 	}
 	completed := len(tookSorted(items, "COMPLETED"))
 	rows = append(rows, cpuRow(kind, completed, len(items), wall, cpu1-cpu0))
+	stopProfile() // before the status poll, which it would otherwise count in part
 
 	ids := make([]string, len(items))
 	for i, t := range items {
@@ -405,7 +410,7 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 
 	// 2. The status poll, same load as the baseline.
 	c.logf("samla (%s): status poll for %s", kind, c.dur)
-	stopProfile := profile(ctx, c, in, "cpu-poll-"+strings.ToLower(kind), c.dur)
+	stopProfile = profile(ctx, c, in, "cpu-poll-"+strings.ToLower(kind), c.dur)
 	poll := load(ctx, c, c.dur, func(i int) *http.Request {
 		req, _ := http.NewRequest(http.MethodGet, base+"/collections/"+ids[i%len(ids)]+"/status", nil)
 		req.Header.Set("Authorization-token", key)

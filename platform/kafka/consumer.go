@@ -28,8 +28,15 @@ type ConsumerConfig struct {
 	// (default 10 ms). It trades a few milliseconds of latency for fewer, larger handler calls
 	// (one read-model transaction per batch instead of per event).
 	MaxWait time.Duration
+	// CommitInterval is how often handled offsets are committed (default
+	// DefaultCommitInterval); negative commits every batch synchronously before the next is
+	// fetched. Offsets are only ever committed for batches handle has returned nil for, and the
+	// reader commits what is pending when it leaves the group (stop, rebalance), so the
+	// interval only bounds what a crash makes the group handle again.
+	CommitInterval time.Duration
 	// OnBatch, when set, is called after each batch has been handled and its offsets
-	// committed, so that the caller can keep metrics (lag = now - Newest, skipped messages).
+	// committed (or, with a CommitInterval, handed to the reader's next commit), so that the
+	// caller can keep metrics (lag = now - Newest, skipped messages).
 	OnBatch func(BatchInfo)
 	// Follow makes a follower rather than a member of a durable group: it starts at the end of
 	// every partition (what came before it is in a read model already) and commits nothing, so
@@ -53,14 +60,21 @@ type BatchInfo struct {
 	Attempts int
 	// Newest is the latest OccurredAt in the batch (zero if it had no events).
 	Newest time.Time
-	// Committed reports whether the offset commit succeeded; when it did not, the batch is
-	// redelivered to whichever member next owns its partitions (handlers are idempotent).
+	// Committed reports whether the offset commit succeeded (with a CommitInterval: was
+	// queued for the next commit); when it did not, the batch is redelivered to whichever
+	// member next owns its partitions (handlers are idempotent).
 	Committed bool
 }
 
 const (
 	defaultMaxBatch = 500
 	defaultMaxWait  = 10 * time.Millisecond
+	// DefaultCommitInterval commits a group's offsets once a second rather than after every
+	// batch. Each commit is a round trip, and the embedded broker fsyncs it to groups.log:
+	// measured with 200 collections polled to COMPLETED, committing every batch cost ~15 % of
+	// the CPU a collection cost (171 → 201 completed per CPU-second with 1 s). A crash makes
+	// a group handle up to a second of batches again, which every handler already tolerates.
+	DefaultCommitInterval = time.Second
 	// fetchMaxWait is the broker-side long-poll of each partition fetch. The broker answers
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
 	// how often an idle partition is polled.
@@ -101,6 +115,9 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = defaultMaxWait
 	}
+	if cfg.CommitInterval == 0 {
+		cfg.CommitInterval = DefaultCommitInterval
+	}
 	logger = logger.With("group", cfg.GroupID)
 
 	reader := kafkago.NewReader(kafkago.ReaderConfig{
@@ -110,8 +127,10 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 		MinBytes:    1,
 		MaxBytes:    fetchMaxBytes,
 		MaxWait:     fetchMaxWait,
-		// Synchronous commits: CommitMessages returns once the broker has the offsets.
-		CommitInterval: 0,
+		// With an interval, CommitMessages only queues the offsets and the reader commits them
+		// every interval and when it leaves the group; without, it returns once the broker
+		// has them.
+		CommitInterval: max(cfg.CommitInterval, 0),
 		StartOffset:    startOffset(cfg.Follow),
 		// kafka-go's defaults (3 s heartbeat, 30 s session, 5 s join backoff) make every
 		// restart or rebalance take many seconds; these keep it to about a second while

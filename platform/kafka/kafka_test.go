@@ -106,6 +106,7 @@ func consumeWith(t testing.TB, base ConsumerConfig, fail func(call int) error) *
 	calls := 0
 	cfg := ConsumerConfig{
 		Brokers: base.Brokers, GroupID: base.GroupID, Topics: eventschema.Topics(), Follow: base.Follow, OnRejoin: base.OnRejoin,
+		CommitInterval: base.CommitInterval,
 		OnBatch: func(info BatchInfo) {
 			c.mu.Lock()
 			c.infos = append(c.infos, info)
@@ -380,6 +381,27 @@ func TestConsumeCommitsOnlyAfterHandleSucceeds(t *testing.T) {
 	defer c2.mu.Unlock()
 	if got := c2.handled(); len(got) != 1 || got[0].Position != 6 {
 		t.Fatalf("second consumer handled %d events, want only position 6", len(got))
+	}
+}
+
+// TestConsumeCommitsEveryBatchWithoutInterval: with a negative CommitInterval each batch's
+// offsets are with the broker before the next batch, as with the interval after a stop.
+func TestConsumeCommitsEveryBatchWithoutInterval(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	publish(t, e.Brokers(), toKafka(t, envelope("client-b", 0, 1)), toKafka(t, envelope("client-b", 1, 2)))
+	c := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "sync-group", CommitInterval: -1}, nil)
+	c.waitFor(t, "2 committed events", func() bool { return c.committedEvents() == 2 })
+	c.stop(t)
+
+	publish(t, e.Brokers(), toKafka(t, envelope("client-b", 2, 3)))
+	c2 := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "sync-group", CommitInterval: -1}, nil)
+	c2.waitFor(t, "the new event", func() bool { return len(c2.handled()) >= 1 })
+	time.Sleep(100 * time.Millisecond) // room for a wrongly redelivered old batch to show up
+	c2.mu.Lock()
+	defer c2.mu.Unlock()
+	if got := c2.handled(); len(got) != 1 || got[0].Position != 3 {
+		t.Fatalf("second consumer handled %d events, want only position 3", len(got))
 	}
 }
 

@@ -43,6 +43,16 @@ func NewWriter(brokers []string) *kafkago.Writer {
 	return w
 }
 
+// NewCheckpointWriter is NewWriter for the relay's checkpoint, one message per call: with a
+// batch size of 1 the message's batch is full at once, so it is sent without waiting out
+// BatchTimeout, and kafka-go preallocates one message per call instead of WriterBatchSize
+// (~75 KB per call, which was 6 % of what the process allocated while collections ran).
+func NewCheckpointWriter(brokers []string) *kafkago.Writer {
+	w := NewWriter(brokers)
+	w.BatchSize = 1
+	return w
+}
+
 // WriterBatchSize is the writer's per-partition batch size: the most messages one
 // WriteMessages call may carry and still reach each partition in a single produce request.
 const WriterBatchSize = 500
