@@ -67,6 +67,8 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzParse$$' ./connectors/pdfletter
 	$(FUZZ) -fuzz '^FuzzDecode$$' ./eventschema
 	$(FUZZ) -fuzz '^FuzzFromMessage$$' ./eventschema
+	$(FUZZ) -fuzz '^FuzzDecodeFast$$' ./eventschema
+	$(FUZZ) -fuzz '^FuzzUnmarshalSealed$$' ./eventschema
 
 lint:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
