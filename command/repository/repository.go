@@ -148,8 +148,10 @@ func NewID() UpdateOption { return func(u *update) { u.newID = true } }
 // repository returned it, instead of reading its stream again: a session that changes one
 // aggregate in several steps reads it once. Should the stream have moved on meanwhile, the
 // append's expected revision fails and the next round loads it as usual, so a stale agg costs
-// a round, never a wrong decision. decide changes agg in place: the caller gives it up and
-// keeps what Update returns. agg must be non-nil and of the id Update is given; one with
+// a round, never a wrong append. That holds only for a round that appends: a decide that
+// records nothing has nothing fenced, decides on agg as it is and returns it without a read, so
+// a caller that acts on a no-op result must know agg is current. decide changes agg in place:
+// the caller gives it up and keeps what Update returns. agg must be non-nil and of the id Update is given; one with
 // recorded events not yet stored (a failed decide or append left them) is not used.
 func From[A domain.Aggregate](agg A) UpdateOption { return func(u *update) { u.from = agg } }
 

@@ -295,7 +295,8 @@ func (s *session) drive(ctx context.Context, c *collection.Collection) error {
 // of the user's steps, which a new login must not extend, and input already supplied. The
 // claim's decide calls it (again on each of its rounds).
 func (s *session) takeOver(c *collection.Collection) {
-	s.inherited = map[collection.DeadlineKind]time.Time{}
+	// Each round starts over: input an earlier round saw may be gone in this one's state.
+	s.inherited, s.carried = map[collection.DeadlineKind]time.Time{}, nil
 	if d := c.Deadline(); d != nil && d.Kind != collection.DeadlineEIDOrder {
 		// An EID order is not inherited: the new login starts a new order with its own time.
 		s.inherited[d.Kind] = d.DueAt
