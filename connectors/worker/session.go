@@ -375,6 +375,11 @@ func (s *session) poll(ctx context.Context, companyID string, cs CompanySession)
 		// Input given in time is answered even when the deadline passes while it is on its
 		// way to the company.
 		next, err := s.forward(ctx, c, companyID, cs, *in)
+		if s.agg != nil {
+			// forward may have recorded the status again (reopen): after a conflict there c is
+			// the first round's copy, changed but not stored, and s.agg what was stored.
+			c = s.agg
+		}
 		if err != nil {
 			return c, cs, false, s.companyFailed(ctx, err)
 		}
