@@ -136,10 +136,10 @@ func (s PersonalScan) Open(ctx context.Context, keys Keys) (PersonalParts, error
 
 // scanMember finds the first top-level member name of a JSON object: its value is
 // payload[start:end], and payload[before:after] is what WithoutPersonal cuts out (the member
-// with the comma that separates it from its neighbours). It reads as findMember and
-// WithoutPersonal do, with a decoder of scanDecoders that reads payload in place and member
-// names compared as they stand (unquoted only when escaped), so that a scan allocates next to
-// nothing.
+// with the comma that separates it from its neighbours). Every reader of a payload's members
+// (findMember, WithoutPersonal, ScanPersonal) goes through it: a decoder of scanDecoders reads
+// payload in place and member names are compared as they stand (unquoted only when escaped), so
+// that a scan allocates next to nothing.
 func scanMember(payload []byte, name string) (before, start, end, after int, found bool, err error) {
 	dec := scanDecoders.Get().(*jsontext.Decoder)
 	defer func() {

@@ -13,7 +13,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
@@ -367,71 +366,20 @@ func PlainPersonal(payload json.RawMessage) bool {
 // member is cut out rather than the payload decoded: it may hold a sealed document of
 // megabytes.
 func WithoutPersonal(payload json.RawMessage) (json.RawMessage, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(payload))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, fmt.Errorf("payload: %w", err)
+	before, _, _, after, found, err := scanMember(payload, PersonalMember)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return payload, nil
 	}
-	if tok.Kind() != '{' {
-		return nil, fmt.Errorf("payload is not a JSON object")
-	}
-	first := int(dec.InputOffset())
-	for dec.PeekKind() != '}' {
-		// Before a member's name the decoder stands after the previous value (or the brace):
-		// the separating comma, if any, is still ahead.
-		before := int(dec.InputOffset())
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, fmt.Errorf("payload: %w", err)
-		}
-		member := tok.String()
-		if err := dec.SkipValue(); err != nil {
-			return nil, fmt.Errorf("payload member %q: %w", member, err)
-		}
-		after := int(dec.InputOffset())
-		if member != PersonalMember {
-			continue
-		}
-		if before == first {
-			// The first member: its comma follows it, unless it is the only one.
-			rest := bytes.TrimLeft(payload[after:], " \t\r\n")
-			if len(rest) > 0 && rest[0] == ',' {
-				after = len(payload) - len(rest) + 1
-			}
-		}
-		out := make([]byte, 0, len(payload)-(after-before))
-		out = append(out, payload[:before]...)
-		return append(out, payload[after:]...), nil
-	}
-	return payload, nil
+	return cutMember(payload, before, after), nil
 }
 
 // findMember finds the value of a top-level member of a JSON object: payload[start:end].
 func findMember(payload []byte, name string) (start, end int, found bool, err error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(payload))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("payload: %w", err)
-	}
-	if tok.Kind() != '{' {
-		return 0, 0, false, fmt.Errorf("payload is not a JSON object")
-	}
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return 0, 0, false, fmt.Errorf("payload: %w", err)
-		}
-		member := tok.String() // the token is void after the next read
-		val, err := dec.ReadValue()
-		if err != nil {
-			return 0, 0, false, fmt.Errorf("payload member %q: %w", member, err)
-		}
-		if member == name {
-			end = int(dec.InputOffset())
-			return end - len(val), end, true, nil
-		}
-	}
-	return 0, 0, false, nil
+	_, start, end, _, found, err = scanMember(payload, name)
+	return start, end, found, err
 }
 
 func splice(payload []byte, start, end int, value []byte) json.RawMessage {
