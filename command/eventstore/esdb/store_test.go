@@ -441,20 +441,26 @@ func TestRejectsBadInput(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendParallel is many appenders to distinct streams over one client, as the command
-// role under load: gRPC multiplexes the appends on one HTTP/2 connection and the server
-// group-commits them, so ns/op should fall well below a serial append's round trip.
-func BenchmarkAppendParallel(b *testing.B) {
+// benchStore is a store on a fake server of its own, both closed when b ends.
+func benchStore(b *testing.B) *esdb.Store {
 	srv, err := esdbfake.Start()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Stop()
+	b.Cleanup(srv.Stop)
 	s, err := esdb.Open(srv.ConnectionString())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// BenchmarkAppendParallel is many appenders to distinct streams over one client, as the command
+// role under load: gRPC multiplexes the appends on one HTTP/2 connection and the server
+// group-commits them, so ns/op should fall well below a serial append's round trip.
+func BenchmarkAppendParallel(b *testing.B) {
+	s := benchStore(b)
 	ctx := context.Background()
 	b.SetParallelism(16)
 	b.ResetTimer()
@@ -471,16 +477,7 @@ func BenchmarkAppendParallel(b *testing.B) {
 
 // BenchmarkAppendSerial is one appender: every append is a full round trip.
 func BenchmarkAppendSerial(b *testing.B) {
-	srv, err := esdbfake.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop()
-	s, err := esdb.Open(srv.ConnectionString())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b)
 	ctx := context.Background()
 	for b.Loop() {
 		e := storetest.NewEvent("bench", nil)

@@ -212,23 +212,31 @@ func (w batchTx) applyInSavepoint(ctx context.Context, r *appendRequest) (append
 	return appendOutcome{result: res, err: err}, nil
 }
 
+// readHead is where stream stands: its last revision and that event's position, as the
+// append's expectation is checked against them; exists is false for a stream without events.
+func (w batchTx) readHead(ctx context.Context, stream string) (head eventstore.AppendResult, exists bool, err error) {
+	var revision, position int64
+	err = w.head.QueryRowContext(ctx, stream).Scan(&revision, &position)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return eventstore.AppendResult{}, false, nil
+	case err != nil:
+		return eventstore.AppendResult{}, false, fmt.Errorf("append to %s: read last revision: %w", stream, err)
+	}
+	return eventstore.AppendResult{NextExpectedRevision: uint64(revision), Position: uint64(position)}, true, nil
+}
+
 // applySingle appends a request of one event, the common case (a command's one decision), with
 // two statements instead of applyInSavepoint's five: it needs no savepoint, because a failed
 // INSERT is undone by SQLite alone (the statement aborts, the transaction lives on), and it looks
 // its event id up only when the expectation fails or the INSERT finds the id taken, which is
 // when a retry or a reused id can be told apart, as CheckAppend does with what lookup found.
 func (w batchTx) applySingle(ctx context.Context, r *appendRequest) (appendOutcome, error) {
-	var revision, position int64
-	exists := true
-	err := w.head.QueryRowContext(ctx, r.stream).Scan(&revision, &position)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		exists = false
-	case err != nil:
-		return appendOutcome{err: fmt.Errorf("append to %s: read last revision: %w", r.stream, err)}, nil
+	head, exists, err := w.readHead(ctx, r.stream)
+	if err != nil {
+		return appendOutcome{err: err}, nil
 	}
-	current := uint64(revision)
-	head := eventstore.AppendResult{NextExpectedRevision: current, Position: uint64(position)}
+	current := head.NextExpectedRevision
 	// found stays empty on the first check: an id stored before matters only if the append
 	// cannot simply go ahead, and the checks below then ask again with what is stored.
 	recheck := func(cause error) (appendOutcome, error) {
@@ -265,21 +273,15 @@ func (w batchTx) applySingle(ctx context.Context, r *appendRequest) (appendOutco
 }
 
 func (w batchTx) apply(ctx context.Context, r *appendRequest) (eventstore.AppendResult, error) {
-	var revision, position int64
-	exists := true
-	err := w.head.QueryRowContext(ctx, r.stream).Scan(&revision, &position)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		exists = false
-	case err != nil:
-		return eventstore.AppendResult{}, fmt.Errorf("append to %s: read last revision: %w", r.stream, err)
+	head, exists, err := w.readHead(ctx, r.stream)
+	if err != nil {
+		return eventstore.AppendResult{}, err
 	}
 	found, err := w.lookup(ctx, r.events)
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", r.stream, err)
 	}
-	current := uint64(revision)
-	head := eventstore.AppendResult{NextExpectedRevision: current, Position: uint64(position)}
+	current := head.NextExpectedRevision
 	if res, done, err := eventstore.CheckAppend(r.stream, r.expected, head, exists, r.events, found); done {
 		return res, err
 	}
