@@ -8,6 +8,7 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/groupcommit"
 )
 
 type appendRequest struct {
@@ -83,15 +84,7 @@ func (s *Store) runWriter() {
 		case r := <-s.requests:
 			batch = append(batch[:0], r)
 		}
-	drain:
-		for len(batch) < s.cfg.maxBatch {
-			select {
-			case r := <-s.requests:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
+		batch = groupcommit.Drain(batch, s.requests, s.cfg.maxBatch)
 		s.commitBatch(batch)
 		clear(batch) // drop references to finished requests while waiting for the next ones
 	}

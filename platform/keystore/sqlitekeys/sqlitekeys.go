@@ -25,6 +25,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/groupcommit"
 	"github.com/samla/samla/platform/keystore"
 )
 
@@ -207,15 +208,7 @@ func (s *Store) runWriter() {
 		case r := <-s.creates:
 			batch = append(batch[:0], r)
 		}
-	drain:
-		for len(batch) < maxCreateBatch {
-			select {
-			case r := <-s.creates:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
+		batch = groupcommit.Drain(batch, s.creates, maxCreateBatch)
 		s.createBatch(batch)
 		clear(batch) // drop references to answered requests while waiting for the next ones
 	}
