@@ -94,43 +94,57 @@ func (s PersonalScan) SealedSubject() string {
 	return s.sealed.Subject
 }
 
-// Open is the second step of OpenPersonalParts: it opens a sealed member with keys.
-func (s PersonalScan) Open(ctx context.Context, keys Keys) (PersonalParts, error) {
-	payload := s.payload
-	parts := PersonalParts{Opened: payload}
+// Inspect is what the scan tells without a key: InspectPersonal's Subject, Sealed and Plain,
+// PersonalErased's Marker and, for a sealed or erased member, the cut Public makes. Opened and
+// Erased stay unset: a reader that opens nothing (the live audit history) scans a payload once
+// instead of once for each of those functions.
+func (s PersonalScan) Inspect() PersonalParts {
+	var parts PersonalParts
 	if !s.found {
-		return parts, nil
+		return parts
 	}
-	value := payload[s.start:s.end]
-	var err error
-	switch {
+	switch value := s.payload[s.start:s.end]; {
 	case string(value) == "null":
-		return parts, nil
+		return parts
 	case IsErasedMarker(value):
-		parts.Marker, parts.Erased = true, true
-		if parts.Opened, err = withoutMember(payload, PersonalMember); err != nil {
-			return PersonalParts{}, err
-		}
-		parts.payload, parts.before, parts.after = payload, s.before, s.after
-		return parts, nil
+		parts.Marker = true
 	case s.sealed == nil:
 		parts.Plain = true
+		return parts
+	default:
+		parts.Sealed, parts.Subject = true, s.sealed.Subject
+	}
+	parts.payload, parts.before, parts.after = s.payload, s.before, s.after
+	return parts
+}
+
+// Open is the second step of OpenPersonalParts: it opens a sealed member with keys.
+func (s PersonalScan) Open(ctx context.Context, keys Keys) (PersonalParts, error) {
+	parts := s.Inspect()
+	parts.Opened = s.payload
+	if parts.Marker {
+		parts.Erased = true
+		var err error
+		if parts.Opened, err = withoutMember(s.payload, PersonalMember); err != nil {
+			return PersonalParts{}, err
+		}
 		return parts, nil
 	}
-	parts.Sealed, parts.Subject = true, s.sealed.Subject
-	parts.payload, parts.before, parts.after = payload, s.before, s.after
+	if !parts.Sealed {
+		return parts, nil
+	}
 	plain, erased, err := openSealed(ctx, keys, s.sealed)
 	if err != nil {
 		return PersonalParts{}, err
 	}
 	if erased {
 		parts.Erased = true
-		if parts.Opened, err = withoutMember(payload, PersonalMember); err != nil {
+		if parts.Opened, err = withoutMember(s.payload, PersonalMember); err != nil {
 			return PersonalParts{}, err
 		}
 		return parts, nil
 	}
-	parts.Opened = splice(payload, s.start, s.end, plain)
+	parts.Opened = splice(s.payload, s.start, s.end, plain)
 	return parts, nil
 }
 

@@ -96,6 +96,18 @@ func TestOpenPersonalPartsIsEachOfItsFunctions(t *testing.T) {
 		} else if parts.Public() != nil {
 			t.Errorf("%s: public %s of a payload neither sealed nor marked", name, parts.Public())
 		}
+		// Inspect, without a key, is the same but for what opening adds.
+		scan, err := eventschema.ScanPersonal(payload)
+		if err != nil {
+			t.Errorf("%s: scan: %v after OpenPersonalParts succeeded", name, err)
+			continue
+		}
+		inspected, want := scan.Inspect(), parts
+		want.Opened, want.Erased = nil, false
+		if inspected.Subject != want.Subject || inspected.Sealed != want.Sealed || inspected.Plain != want.Plain ||
+			inspected.Marker != want.Marker || !bytes.Equal(inspected.Public(), want.Public()) || inspected.Opened != nil {
+			t.Errorf("%s: inspected %+v, want %+v", name, inspected, want)
+		}
 	}
 }
 
