@@ -314,13 +314,9 @@ func (s *Store) readMany(ctx context.Context, query string, args []any, out map[
 		if err := rows.Scan(&subject, &id, &material); err != nil {
 			return fmt.Errorf("keys of %d subjects: %w", len(args), err)
 		}
-		if !id.Valid {
-			out[subject] = eventschema.Key{}
-			continue
-		}
-		k, err := eventschema.NewKey(id.String, material)
+		k, err := keyFrom(subject, id, material)
 		if err != nil {
-			return fmt.Errorf("key of %s: %w", subject, err)
+			return err
 		}
 		out[subject] = k
 	}
@@ -343,6 +339,14 @@ func read(row *sql.Row, subject string) (eventschema.Key, error) {
 	}
 	if !id.Valid {
 		return eventschema.Key{}, fmt.Errorf("%s: %w", subject, eventschema.ErrSubjectErased)
+	}
+	return keyFrom(subject, id, material)
+}
+
+// keyFrom is the key a row of subject_keys holds: the zero Key for an erased subject (no key id).
+func keyFrom(subject string, id sql.NullString, material []byte) (eventschema.Key, error) {
+	if !id.Valid {
+		return eventschema.Key{}, nil
 	}
 	k, err := eventschema.NewKey(id.String, material)
 	if err != nil {
