@@ -296,6 +296,7 @@ func (s *ClickHouseStore) Reset(ctx context.Context) error {
 			return fmt.Errorf("reset %s: %w", table, err)
 		}
 	}
+	s.memo.Reset()
 	return nil
 }
 

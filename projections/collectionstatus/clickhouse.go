@@ -211,6 +211,7 @@ func (s *ClickHouseStore) Reset(ctx context.Context) error {
 	if err := s.conn.Exec(ctx, `TRUNCATE TABLE collection_status`); err != nil {
 		return fmt.Errorf("reset collection_status: %w", err)
 	}
+	s.memo.Reset()
 	return nil
 }
 

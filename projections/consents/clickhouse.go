@@ -204,6 +204,7 @@ func (s *ClickHouseStore) Reset(ctx context.Context) error {
 	if err := s.conn.Exec(ctx, `TRUNCATE TABLE consents`); err != nil {
 		return fmt.Errorf("reset consents: %w", err)
 	}
+	s.memo.Reset()
 	return nil
 }
 

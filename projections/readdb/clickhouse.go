@@ -232,6 +232,19 @@ func (m *Memo[K, R]) Get(keys []K) (rows map[K]R, ok bool) {
 	return out, true
 }
 
+// Reset forgets the rows: the table was emptied. A memo that gave up stays given up (it
+// knows nothing, and the table is read).
+func (m *Memo[K, R]) Reset() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.given {
+		clear(m.rows)
+	}
+}
+
 // Revisions is Get reduced to the rows' revisions, as StoredRevisions returns them.
 func (m *Memo[K, R]) Revisions(keys []K, revision func(R) uint64) (map[K]uint64, bool) {
 	rows, ok := m.Get(keys)

@@ -14,7 +14,7 @@ type memoRow struct {
 }
 
 // TestMemo: the last version put per key is what Get and Revisions answer, a key never put is
-// absent (the table is new), a nil memo and one past MemoLimit cannot answer.
+// absent (the table is new) and after a Reset, a nil memo and one past MemoLimit cannot answer.
 func TestMemo(t *testing.T) {
 	key := func(r memoRow) string { return r.key }
 	rev := func(r memoRow) uint64 { return r.rev }
@@ -36,6 +36,12 @@ func TestMemo(t *testing.T) {
 		t.Fatalf("Revisions = %v, %v", revs, ok)
 	}
 
+	m.Reset() // the table was emptied
+	if got, ok := m.Get([]string{"a", "b"}); !ok || len(got) != 0 {
+		t.Fatalf("Get after Reset = %v, %v; want none, answered", got, ok)
+	}
+	none.Reset()
+
 	rows := make([]memoRow, readdb.MemoLimit+1)
 	for i := range rows {
 		rows[i] = memoRow{fmt.Sprint(i), 1}
@@ -43,5 +49,8 @@ func TestMemo(t *testing.T) {
 	m.Put(rows, key)
 	if _, ok := m.Get([]string{"a"}); ok {
 		t.Fatal("a memo past its limit still answers")
+	}
+	if m.Reset(); func() bool { _, ok := m.Get([]string{"a"}); return ok }() {
+		t.Fatal("a memo past its limit answers again after a reset")
 	}
 }

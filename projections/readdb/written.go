@@ -1,21 +1,16 @@
 package readdb
 
-import "sync"
-
 // Written is the keys a SQLite store has inserted into a table that was created empty for it and
 // that nothing else writes (a rebuild's): a key it never wrote has no row, so its reads of the
 // rows a batch folds onto need ask the table only for the keys it wrote (most keys of a
-// rebuild's batch are new: those reads were a twentieth of a rebuild's CPU). Past MemoLimit keys
-// it gives up and every key is asked for again, so that a very large rebuild is slower, never
-// out of memory. A nil Written knows nothing and filters nothing.
-type Written struct {
-	mu    sync.Mutex
-	keys  map[string]struct{}
-	given bool
-}
+// rebuild's batch are new: those reads were a twentieth of a rebuild's CPU). It is a Memo of
+// the keys alone: past MemoLimit keys it gives up and every key is asked for again, so that a
+// very large rebuild is slower, never out of memory. A nil Written knows nothing and filters
+// nothing.
+type Written struct{ keys *Memo[string, string] }
 
 // NewWritten returns the Written of a new, empty table.
-func NewWritten() *Written { return &Written{keys: map[string]struct{}{}} }
+func NewWritten() *Written { return &Written{keys: NewMemo[string, string]()} }
 
 // Filter returns the keys among keys that may have a row: those written, or all of them when w
 // is nil or has given up.
@@ -23,14 +18,13 @@ func (w *Written) Filter(keys []string) []string {
 	if w == nil {
 		return keys
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.given {
+	written, ok := w.keys.Get(keys)
+	if !ok {
 		return keys
 	}
 	var out []string
 	for _, k := range keys {
-		if _, ok := w.keys[k]; ok {
+		if _, ok := written[k]; ok {
 			out = append(out, k)
 		}
 	}
@@ -39,30 +33,14 @@ func (w *Written) Filter(keys []string) []string {
 
 // Add notes keys written.
 func (w *Written) Add(keys ...string) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.given {
-		return
-	}
-	for _, k := range keys {
-		w.keys[k] = struct{}{}
-	}
-	if len(w.keys) > MemoLimit {
-		w.keys, w.given = nil, true
+	if w != nil {
+		w.keys.Put(keys, func(k string) string { return k })
 	}
 }
 
 // Reset notes that the table was emptied.
 func (w *Written) Reset() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.given {
-		clear(w.keys)
+	if w != nil {
+		w.keys.Reset()
 	}
 }
