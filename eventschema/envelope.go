@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Envelope is one stored event with everything a reader needs besides the payload. Stream,
@@ -119,11 +121,18 @@ func ToMessage(e Envelope) (TopicMessage, error) {
 	}, nil
 }
 
-// FromMessage decodes a Kafka message value back into its envelope.
+// FromMessage decodes a Kafka message value back into its envelope. Every consumer group
+// decodes every message, and encoding/json's Unmarshal was 7 % of the process's CPU under a
+// POST load; go-json-experiment's engine in encoding/json's semantics takes a third of that.
+// Whatever it refuses goes to encoding/json, so that errors are encoding/json's own, and
+// FuzzFromMessage checks that what it accepts decodes as encoding/json decodes it.
 func FromMessage(value []byte) (Envelope, error) {
 	var e Envelope
-	if err := json.Unmarshal(value, &e); err != nil {
-		return Envelope{}, fmt.Errorf("decode envelope: %w", err)
+	if err := jsonv1.Unmarshal(value, &e); err != nil {
+		e = Envelope{}
+		if err := json.Unmarshal(value, &e); err != nil {
+			return Envelope{}, fmt.Errorf("decode envelope: %w", err)
+		}
 	}
 	if e.EventID == "" || e.Type == "" || e.Stream == "" {
 		return Envelope{}, fmt.Errorf("decode envelope: missing id, type or stream")

@@ -156,9 +156,23 @@ func FuzzFromMessage(f *testing.F) {
 			return
 		}
 		env, err := eventschema.FromMessage(value)
+		// The reference: encoding/json's Unmarshal and the same three required members.
+		var ref eventschema.Envelope
+		refErr := json.Unmarshal(value, &ref)
+		refOK := refErr == nil && ref.EventID != "" && ref.Type != "" && ref.Stream != ""
+		if (err == nil) != refOK {
+			t.Fatalf("FromMessage(%q): %v; encoding/json: %v, %+v", value, err, refErr, ref)
+		}
 		if err != nil {
 			return
 		}
+		// Time zones are compared by offset: each decoder makes its own *time.Location.
+		sameTime := env.OccurredAt.Equal(ref.OccurredAt) && env.OccurredAt.Format(time.RFC3339Nano) == ref.OccurredAt.Format(time.RFC3339Nano)
+		env.OccurredAt, ref.OccurredAt = time.Time{}, time.Time{}
+		if !sameTime || !reflect.DeepEqual(env, ref) {
+			t.Fatalf("FromMessage(%q) = %+v; encoding/json decodes %+v", value, env, ref)
+		}
+		env, _ = eventschema.FromMessage(value)
 		if env.EventID == "" || env.Type == "" || env.Stream == "" {
 			t.Fatalf("accepted %q without an id, type or stream", value)
 		}
