@@ -358,7 +358,7 @@ func verify(t *testing.T, m *projections.ReadModels, w world) {
 		}
 		t.Fatalf("GetMany returned %d rows, want %d", len(got), len(w.statuses))
 	}
-	nonFinal, err := m.Status.ListNonFinal(ctx, 0)
+	nonFinal, err := m.Status.ListNonFinal(ctx, nil, 0)
 	if err != nil {
 		t.Fatalf("ListNonFinal: %v", err)
 	}

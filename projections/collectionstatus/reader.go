@@ -136,7 +136,7 @@ func (r Reader) CollectionUser(ctx context.Context, tenant, collectionID string)
 // ListNonFinal returns the ids of up to limit collections (limit <= 0: all) that have not
 // reached a final status, oldest first: the connectors re-arm their sessions from it.
 func (r Reader) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.store.ListNonFinal(ctx, limit)
+	rows, err := r.store.ListNonFinal(ctx, nil, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS collection_status (
 	updated_at_ms     INTEGER NOT NULL,
 	revision          INTEGER NOT NULL
 ) WITHOUT ROWID;
--- ListNonFinal reads the few running collections among the many finished ones.
+-- ListNonFinal reads the few running collections among the many finished ones; the index holds
+-- the primary key after its columns, so a page's position is a range in it.
 CREATE INDEX IF NOT EXISTS collection_status_by_status ON collection_status (status, created_at_ms);
 -- ListByUser reads one user's collections in the list's order (byuser.go).
 ` + sqliteByUserIndex + `;
@@ -179,11 +180,16 @@ func (s *SQLiteStore) ErasePersonal(ctx context.Context, tenant, userUUID string
 }
 
 // ListNonFinal implements Store.
-func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error) {
+func (s *SQLiteStore) ListNonFinal(ctx context.Context, after *NonFinalPosition, limit int) ([]Row, error) {
 	statuses := nonFinalStatuses()
-	args := make([]any, 0, len(statuses)+1)
+	args := make([]any, 0, len(statuses)+3)
 	for _, st := range statuses {
 		args = append(args, st)
+	}
+	where := `status IN (` + readdb.Placeholders(len(statuses)) + `)`
+	if cond, condArgs := nonFinalAfter(after, true); cond != "" {
+		where += ` AND ` + cond
+		args = append(args, condArgs...)
 	}
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
@@ -191,8 +197,7 @@ func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error
 	args = append(args, limit)
 	var out []Row
 	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+sqliteColumns+` FROM collection_status
-		WHERE status IN (`+readdb.Placeholders(len(statuses))+`)
-		ORDER BY created_at_ms, collection_id LIMIT ?`, args...)
+		WHERE `+where+` ORDER BY created_at_ms, collection_id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list non-final collections: %w", err)
 	}

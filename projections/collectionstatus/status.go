@@ -69,8 +69,9 @@ type Store interface {
 	// to another tenant: a client must not learn that another client's collection exists.
 	Get(ctx context.Context, tenant, collectionID string) (Row, error)
 	// ListNonFinal returns up to limit collections (limit <= 0: all) whose status is not
-	// final, oldest first (by CreatedAt, then id).
-	ListNonFinal(ctx context.Context, limit int) ([]Row, error)
+	// final, oldest first (by CreatedAt, then id), starting after the position (nil: from the
+	// oldest); nonfinal.go.
+	ListNonFinal(ctx context.Context, after *NonFinalPosition, limit int) ([]Row, error)
 	// ListByUser returns up to limit of tenant's collections made for userUUID, newest first
 	// (by CreatedAt, then id), starting after the position (nil: from the newest); byuser.go.
 	ListByUser(ctx context.Context, tenant, userUUID string, after *UserPosition, limit int) ([]Row, error)

@@ -38,6 +38,8 @@ func Run(t *testing.T, open Open) {
 		{"BatchWithSeveralRevisionsOfOneRow", testBatchDuplicates},
 		{"TenantIsolation", testTenantIsolation},
 		{"ListNonFinal", testListNonFinal},
+		{"ListNonFinalPages", testListNonFinalPages},
+		{"ListNonFinalAfterAPosition", testListNonFinalAfterAPosition},
 		{"Reset", testReset},
 		{"ProjectorWholeLifeInOneBatch", testProjectorWholeLife},
 		{"ProjectorRedeliveryIsIdempotent", testProjectorRedelivery},
@@ -319,7 +321,7 @@ func testListNonFinal(t *testing.T, s collectionstatus.Store) {
 	finished.Status, finished.Revision = "FAILED", 5
 	upsert(t, s, finished)
 
-	got, err := s.ListNonFinal(ctx(t), 0)
+	got, err := s.ListNonFinal(ctx(t), nil, 0)
 	if err != nil {
 		t.Fatalf("ListNonFinal: %v", err)
 	}
@@ -327,7 +329,7 @@ func testListNonFinal(t *testing.T, s collectionstatus.Store) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ListNonFinal = %s\nwant %s", ids(got), ids(want))
 	}
-	got, err = s.ListNonFinal(ctx(t), 2)
+	got, err = s.ListNonFinal(ctx(t), nil, 2)
 	if err != nil {
 		t.Fatalf("ListNonFinal(2): %v", err)
 	}
@@ -358,7 +360,7 @@ func testReset(t *testing.T, s collectionstatus.Store) {
 	if _, err := s.Get(ctx(t), "acme", "c-1"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("Get after Reset: err = %v, want ErrNotFound", err)
 	}
-	if got, err := s.ListNonFinal(ctx(t), 0); err != nil || len(got) != 0 {
+	if got, err := s.ListNonFinal(ctx(t), nil, 0); err != nil || len(got) != 0 {
 		t.Fatalf("ListNonFinal after Reset = %v, %v", ids(got), err)
 	}
 	// A rebuild writes revisions from 0 again.
@@ -424,7 +426,7 @@ func testProjectorWholeLife(t *testing.T, s collectionstatus.Store) {
 	if _, err := s.Get(ctx(t), "other", "c-life"); !errors.Is(err, readdb.ErrNotFound) {
 		t.Fatalf("other tenant sees the collection: %v", err)
 	}
-	if got, _ := s.ListNonFinal(ctx(t), 0); len(got) != 0 {
+	if got, _ := s.ListNonFinal(ctx(t), nil, 0); len(got) != 0 {
 		t.Fatalf("completed collection listed as non-final: %v", ids(got))
 	}
 }
@@ -463,7 +465,7 @@ func testProjectorOverlap(t *testing.T, s collectionstatus.Store) {
 		!reflect.DeepEqual(mid.ExtraInformation, map[string]any{"SWEDISH_MOBILE_EID_ANIMATED_QR_DATA": "bankid.1.2.3", "MESSAGE": "Scan"}) {
 		t.Fatalf("after 4 events: %#v", mid)
 	}
-	if got, _ := s.ListNonFinal(ctx(t), 0); len(got) != 1 || got[0].CollectionID != "c-1" {
+	if got, _ := s.ListNonFinal(ctx(t), nil, 0); len(got) != 1 || got[0].CollectionID != "c-1" {
 		t.Fatalf("running collection not listed as non-final: %v", ids(got))
 	}
 
@@ -585,7 +587,7 @@ func testDetailsRoundTrip(t *testing.T, s collectionstatus.Store) {
 		t.Fatalf("GetMany: %v", err)
 	}
 	assertRow(t, many["c-details"], want)
-	listed, err := s.ListNonFinal(ctx(t), 0)
+	listed, err := s.ListNonFinal(ctx(t), nil, 0)
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("ListNonFinal = %v, %v", ids(listed), err)
 	}

@@ -1,0 +1,36 @@
+package collectionstatus
+
+import (
+	"time"
+
+	"github.com/samla/samla/projections/readdb"
+)
+
+// The collections still running, oldest first, paged by position: the connectors' sweep reads
+// them a page at a time, so that every one of them is re-armed in turn however many are open,
+// with bounded work per sweep. The order is by created_at_ms, then collection_id: neither ever
+// changes for a collection, so a page that ends at (createdAt, id) is followed by exactly the
+// non-final collections after it, whatever started or ended meanwhile, and ClickHouse may apply
+// the position to the raw row versions next to FINAL (status, which changes, may not be).
+
+// NonFinalPosition is where a page of the non-final collections ends: the last row's CreatedAt
+// (at the stored ms precision) and CollectionID.
+type NonFinalPosition struct {
+	CreatedAt    time.Time
+	CollectionID string
+}
+
+// nonFinalAfter is the position condition of ListNonFinal ("" for none), and its arguments.
+// SQLite takes the position as a row value, which its index search over (status, created_at_ms,
+// collection_id) turns into a range per status; ClickHouse, which scans either way, takes the
+// expanded form every server version knows.
+func nonFinalAfter(after *NonFinalPosition, rowValues bool) (string, []any) {
+	if after == nil {
+		return "", nil
+	}
+	ms := readdb.Millis(after.CreatedAt)
+	if rowValues {
+		return `(created_at_ms, collection_id) > (?, ?)`, []any{ms, after.CollectionID}
+	}
+	return `(created_at_ms > ? OR (created_at_ms = ? AND collection_id > ?))`, []any{ms, ms, after.CollectionID}
+}
