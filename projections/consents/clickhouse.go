@@ -158,16 +158,22 @@ func (s *ClickHouseStore) ListByUser(ctx context.Context, tenant, userUUID strin
 // only the collapsed rows: applied to raw versions (as a PREWHERE would be, which servers move a
 // WHERE to under FINAL when optimize_move_to_prewhere_if_final is on), an old AUTHORIZED version
 // of a revoked consent would survive as if it were current. An outer query over the FINAL
-// subquery is correct under every server version and setting.
-func (s *ClickHouseStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error) {
-	q := `SELECT ` + clickhouseColumns + ` FROM (
-		SELECT ` + clickhouseColumns + ` FROM consents FINAL
-	) WHERE status IN ? ORDER BY created_at_ms, consent_id`
+// subquery is correct under every server version and setting. The position's columns never
+// change for a consent, so it is applied next to FINAL, where it spares the collapse of every
+// row before it.
+func (s *ClickHouseStore) ListNonFinal(ctx context.Context, after *NonFinalPosition, limit int) ([]Row, error) {
+	var args []any
+	inner := `SELECT ` + clickhouseColumns + ` FROM consents FINAL`
+	if cond, condArgs := nonFinalAfter(after, false); cond != "" {
+		inner += ` WHERE ` + cond
+		args = condArgs
+	}
+	q := `SELECT ` + clickhouseColumns + ` FROM (` + inner + `) WHERE status IN ? ORDER BY created_at_ms, consent_id`
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
 	var out []Row
-	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, readdb.InSet(nonFinalStatuses())); err != nil {
+	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, append(args, readdb.InSet(nonFinalStatuses()))...); err != nil {
 		return nil, fmt.Errorf("list non-final consents: %w", err)
 	}
 	return out, nil

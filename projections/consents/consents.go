@@ -78,6 +78,14 @@ type UserPosition struct {
 	ConsentID string
 }
 
+// NonFinalPosition is where a page of the non-final consents ends: the last row's CreatedAt (at
+// the stored ms precision) and ConsentID. Neither ever changes for a consent, so the page after
+// it holds exactly the non-final consents after it, whatever was created or ended meanwhile.
+type NonFinalPosition struct {
+	CreatedAt time.Time
+	ConsentID string
+}
+
 // Store holds the rows. The projector writes through GetMany, Upsert and ErasePersonal; the
 // reader reads with Get, ListByUser and ListNonFinal.
 type Store interface {
@@ -95,8 +103,9 @@ type Store interface {
 	// CreatedAt, then id, both descending), starting after the position (nil: from the newest).
 	ListByUser(ctx context.Context, tenant, userUUID string, after *UserPosition, limit int) ([]Row, error)
 	// ListNonFinal returns up to limit consents (limit <= 0: all) whose status is not final
-	// (AUTHORIZED included: it still expires), oldest first (by CreatedAt, then id).
-	ListNonFinal(ctx context.Context, limit int) ([]Row, error)
+	// (AUTHORIZED included: it still expires), oldest first (by CreatedAt, then id), starting
+	// after the position (nil: from the oldest). The connectors' sweep pages through them.
+	ListNonFinal(ctx context.Context, after *NonFinalPosition, limit int) ([]Row, error)
 	// ErasePersonal blanks the personal part (Row.Personal) of every one of tenant's consents of
 	// userUUID, which was deleted: the rest stays, at the revisions it has. Erasing again
 	// changes nothing.
@@ -148,4 +157,19 @@ func byUserFilter(tenant, userUUID string, after *UserPosition, rowValues bool) 
 		return where + ` AND (created_at_ms, consent_id) < (?, ?)`, append(args, ms, after.ConsentID)
 	}
 	return where + ` AND (created_at_ms < ? OR (created_at_ms = ? AND consent_id < ?))`, append(args, ms, ms, after.ConsentID)
+}
+
+// nonFinalAfter is the position condition of ListNonFinal ("" for none), and its arguments, in
+// byUserFilter's two forms: a row value for SQLite, whose index over (status, created_at_ms,
+// consent_id) turns it into a range per status, the expanded form for ClickHouse. Its columns
+// never change for a consent, so ClickHouse may apply it to the raw row versions next to FINAL.
+func nonFinalAfter(after *NonFinalPosition, rowValues bool) (string, []any) {
+	if after == nil {
+		return "", nil
+	}
+	ms := readdb.Millis(after.CreatedAt)
+	if rowValues {
+		return `(created_at_ms, consent_id) > (?, ?)`, []any{ms, after.ConsentID}
+	}
+	return `(created_at_ms > ? OR (created_at_ms = ? AND consent_id > ?))`, []any{ms, ms, after.ConsentID}
 }

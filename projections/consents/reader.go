@@ -119,7 +119,7 @@ func (r Reader) UserConsentIDs(ctx context.Context, tenant, userUUID string) ([]
 // final status, oldest first, AUTHORIZED ones included (their expiry is still to be recorded):
 // the connectors re-arm their consent sessions from it.
 func (r Reader) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.store.ListNonFinal(ctx, limit)
+	rows, err := r.store.ListNonFinal(ctx, nil, limit)
 	if err != nil {
 		return nil, err
 	}

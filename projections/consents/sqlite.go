@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS consents (
 ) WITHOUT ROWID;
 -- ListByUser reads one user's consents in the list's order; ErasePersonal finds them by it too.
 CREATE INDEX IF NOT EXISTS consents_by_user ON consents (tenant, user_uuid, created_at_ms, consent_id);
--- ListNonFinal reads the few live consents among the many ended ones.
+-- ListNonFinal reads the few live consents among the many ended ones; the index holds the
+-- primary key after its columns, so a page's position is a range in it.
 CREATE INDEX IF NOT EXISTS consents_by_status ON consents (status, created_at_ms);
 `
 
@@ -143,19 +144,23 @@ func (s *SQLiteStore) ListByUser(ctx context.Context, tenant, userUUID string, a
 }
 
 // ListNonFinal implements Store.
-func (s *SQLiteStore) ListNonFinal(ctx context.Context, limit int) ([]Row, error) {
+func (s *SQLiteStore) ListNonFinal(ctx context.Context, after *NonFinalPosition, limit int) ([]Row, error) {
 	statuses := nonFinalStatuses()
-	args := make([]any, 0, len(statuses)+1)
+	args := make([]any, 0, len(statuses)+3)
 	for _, st := range statuses {
 		args = append(args, st)
+	}
+	where := `status IN (` + readdb.Placeholders(len(statuses)) + `)`
+	if cond, condArgs := nonFinalAfter(after, true); cond != "" {
+		where += ` AND ` + cond
+		args = append(args, condArgs...)
 	}
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
 	var out []Row
 	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+sqliteColumns+` FROM consents
-		WHERE status IN (`+readdb.Placeholders(len(statuses))+`) ORDER BY created_at_ms, consent_id LIMIT ?`,
-		append(args, limit)...)
+		WHERE `+where+` ORDER BY created_at_ms, consent_id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list non-final consents: %w", err)
 	}

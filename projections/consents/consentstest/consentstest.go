@@ -44,6 +44,8 @@ func Run(t *testing.T, open Open) {
 		{"ListByUser", testListByUser},
 		{"ListByUserPages", testListByUserPages},
 		{"ListNonFinal", testListNonFinal},
+		{"ListNonFinalPages", testListNonFinalPages},
+		{"ListNonFinalAfterAPosition", testListNonFinalAfterAPosition},
 		{"ErasePersonal", testErasePersonal},
 		{"Reset", testReset},
 		{"ProjectorWholeLife", testProjectorWholeLife},
@@ -320,7 +322,7 @@ func testListNonFinal(t *testing.T, s consents.Store) {
 			want = append([]string{id}, want...) // oldest first: the later statuses were created earlier
 		}
 	}
-	rows, err := s.ListNonFinal(ctx(t), 0)
+	rows, err := s.ListNonFinal(ctx(t), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func testListNonFinal(t *testing.T, s consents.Store) {
 	// A consent that moved to a final status leaves the list, whatever versions a store keeps.
 	ended := row("k-AUTHORIZED", "acme", u1, "EXPIRED", 8, 1)
 	upsert(t, s, ended)
-	if rows, err = s.ListNonFinal(ctx(t), 1); err != nil || len(rows) != 1 || rows[0].ConsentID != "k-AWAITING_AUTHORIZATION" {
+	if rows, err = s.ListNonFinal(ctx(t), nil, 1); err != nil || len(rows) != 1 || rows[0].ConsentID != "k-AWAITING_AUTHORIZATION" {
 		t.Fatalf("ListNonFinal(1) = %v, %v", rows, err)
 	}
 }
@@ -770,4 +772,98 @@ func testReaderListNonFinal(t *testing.T, s consents.Store) {
 	if ids, err := consents.NewReader(s, suiteKeys).ListNonFinal(ctx(t), 1); err != nil || !slices.Equal(ids, []string{"k-1"}) {
 		t.Fatalf("ListNonFinal(1) = %v, %v", ids, err)
 	}
+}
+
+// nonFinalRows stores consents created at base plus a few minutes, some sharing a creation
+// time, some final, one final only at its newer revision; it returns the ids ListNonFinal owes,
+// in its order.
+func nonFinalRows(t *testing.T, s consents.Store) []string {
+	t.Helper()
+	upsert(t, s,
+		// The same creation time: the id breaks the tie, whatever the order of the writes.
+		row("k-b", "acme", u1, "AWAITING_AUTHORIZATION", 0, 1),
+		row("f-0", "acme", u1, "REVOKED", 0, 3),
+		row("k-a", "acme", u1, "AUTHORIZED", 0, 2),
+		row("k-c", "globex", u2, "INITIATED", 1, 0),
+		row("f-1", "acme", u1, "FAILED", 2, 2),
+		row("k-e", "acme", u2, "AUTHORIZED", 3, 2),
+		row("k-d", "acme", u1, "INITIATED", 3, 0),
+		row("k-f", "acme", u1, "AUTHORIZED", 4, 2),
+		row("k-g", "acme", u1, "AWAITING_AUTHORIZATION", 5, 1),
+	)
+	upsert(t, s, row("k-f", "acme", u1, "EXPIRED", 4, 3))
+	return []string{"k-a", "k-b", "k-c", "k-d", "k-e", "k-g"}
+}
+
+// listNonFinal is one page, as ids, and the position after its last row (nil after none).
+func listNonFinal(t *testing.T, s consents.Store, after *consents.NonFinalPosition, limit int) ([]string, *consents.NonFinalPosition) {
+	t.Helper()
+	rows, err := s.ListNonFinal(ctx(t), after, limit)
+	if err != nil {
+		t.Fatalf("ListNonFinal(%v, %d): %v", after, limit, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	page := make([]string, len(rows))
+	for i, r := range rows {
+		page[i] = r.ConsentID
+	}
+	last := rows[len(rows)-1]
+	return page, &consents.NonFinalPosition{CreatedAt: last.CreatedAt, ConsentID: last.ConsentID}
+}
+
+// testListNonFinalPages: paging from no position to the first short page, as the connectors'
+// sweep reads a round, meets every non-final consent exactly once, in order.
+func testListNonFinalPages(t *testing.T, s consents.Store) {
+	want := nonFinalRows(t, s)
+	for limit := 1; limit <= len(want)+1; limit++ {
+		var (
+			got   []string
+			after *consents.NonFinalPosition
+		)
+		for pages := 0; ; pages++ {
+			if pages > len(want)+1 {
+				t.Fatalf("limit %d: no short page after %d pages (%v)", limit, pages, got)
+			}
+			page, last := listNonFinal(t, s, after, limit)
+			if len(page) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(page))
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			after = last
+		}
+		assertIDs(t, got, want...)
+	}
+	page, _ := listNonFinal(t, s, nil, 1)
+	assertIDs(t, page, want[0])
+	page, _ = listNonFinal(t, s, nil, 0)
+	assertIDs(t, page, want...)
+}
+
+func testListNonFinalAfterAPosition(t *testing.T, s consents.Store) {
+	want := nonFinalRows(t, s)
+	pos := func(minute int, id string) *consents.NonFinalPosition {
+		// At full precision, as a caller may hold it: the store compares at its ms precision.
+		return &consents.NonFinalPosition{CreatedAt: base.Add(time.Duration(minute) * time.Minute), ConsentID: id}
+	}
+	page, _ := listNonFinal(t, s, pos(0, "k-a"), 0)
+	assertIDs(t, page, want[1:]...)
+	page, _ = listNonFinal(t, s, pos(3, "k-d"), 1)
+	assertIDs(t, page, "k-e")
+	// The position of a consent that ended since, or of a final one, still holds.
+	page, _ = listNonFinal(t, s, pos(4, "k-f"), 0)
+	assertIDs(t, page, "k-g")
+	page, _ = listNonFinal(t, s, pos(0, "f-0"), 3)
+	assertIDs(t, page, "k-a", "k-b", "k-c")
+	page, last := listNonFinal(t, s, pos(5, "k-g"), 3)
+	if len(page) != 0 || last != nil {
+		t.Fatalf("after the newest: %v", page)
+	}
+	upsert(t, s, row("k-late", "acme", u1, "INITIATED", 60, 0))
+	page, _ = listNonFinal(t, s, pos(5, "k-g"), 3)
+	assertIDs(t, page, "k-late")
 }
