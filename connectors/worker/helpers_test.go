@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,19 +298,51 @@ func (e *env) nonFinal() worker.ActiveCollections { return storeNonFinal{e} }
 // storeNonFinal lists the non-final collections of an env's store.
 type storeNonFinal struct{ e *env }
 
-func (n storeNonFinal) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	var ids []string
+func (n storeNonFinal) ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) ([]string, time.Time, error) {
+	var open []openRow
 	for _, s := range n.e.store.Streams() {
 		id := s[len(collection.StreamPrefix):]
 		c, err := n.e.repo.Load(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		if !c.Status().IsFinal() && len(ids) < limit {
-			ids = append(ids, id)
+		if !c.Status().IsFinal() {
+			open = append(open, openRow{createdAt: c.StartedAt(), id: id})
 		}
 	}
-	return ids, nil
+	ids, last := pageAfter(open, afterCreatedAt, afterID, limit)
+	return ids, last, nil
+}
+
+// openRow is a non-final id of a fake read model, with its creation time.
+type openRow struct {
+	createdAt time.Time
+	id        string
+}
+
+// pageAfter is a read model's page of non-final ids: up to limit (<= 0: all) of rows after the
+// position, oldest first, then by id, and the creation time of the last.
+func pageAfter(rows []openRow, afterCreatedAt time.Time, afterID string, limit int) ([]string, time.Time) {
+	slices.SortFunc(rows, func(a, b openRow) int {
+		if c := a.createdAt.Compare(b.createdAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	var (
+		ids  []string
+		last time.Time
+	)
+	for _, r := range rows {
+		if afterID != "" && (r.createdAt.Before(afterCreatedAt) || r.createdAt.Equal(afterCreatedAt) && r.id <= afterID) {
+			continue
+		}
+		if limit > 0 && len(ids) == limit {
+			break
+		}
+		ids, last = append(ids, r.id), r.createdAt
+	}
+	return ids, last
 }
 
 // changes decodes the collection's status changes, in order.

@@ -38,9 +38,14 @@ type Erasures interface {
 }
 
 // ActiveCollections lists collections that have not reached a final status (the status read
-// model), so that a sweep can re-drive sessions nobody runs any more.
+// model), so that a sweep can re-drive sessions nobody runs any more; the sweep pages through
+// them (sweepCursor).
 type ActiveCollections interface {
-	ListNonFinal(ctx context.Context, limit int) ([]string, error)
+	// ListNonFinal returns the ids of up to limit non-final collections (limit <= 0: all),
+	// oldest first (by creation, then id), starting after the collection afterID created at
+	// afterCreatedAt (afterID "": from the oldest), and the creation time of the last id it
+	// returns, where with that id the next page starts.
+	ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error)
 }
 
 // Companies is the port to the companies' login and data APIs. One adapter serves every

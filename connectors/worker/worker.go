@@ -114,7 +114,9 @@ type Config struct {
 	InputPollInterval time.Duration
 	// SweepInterval is the period of the non-final sweep.
 	SweepInterval time.Duration
-	// SweepLimit caps the collections one sweep looks at.
+	// SweepLimit caps the collections one sweep looks at: a page of the non-final ones, each
+	// sweep after the page before, so that every one is looked at within ceil(open/SweepLimit)
+	// sweeps (Run's first sweep reads every page).
 	SweepLimit int
 	// MaxSessionDuration ends a collection that has not finished this long after it started.
 	// It is measured from the collection.started event, so it holds across
@@ -147,6 +149,8 @@ type Worker struct {
 	// sched runs the sessions' steps, parks the waiting ones and shares the slots between
 	// clients.
 	sched *scheduler
+	// sweeper pages the sweep through Active; nil without Active.
+	sweeper *sweepCursor
 }
 
 // ErrStopped is returned by HandleBatch and Resume once the worker has stopped, so that a
@@ -200,6 +204,10 @@ func New(cfg Config) *Worker {
 		}
 	}
 	w.sched = newScheduler(cfg.MaxSessions, cfg.MaxSessionsPerClient, cfg.ClientQueueLimit, observe)
+	if cfg.Active != nil {
+		w.sweeper = &sweepCursor{list: cfg.Active.ListNonFinal, limit: cfg.SweepLimit, offer: w.offerSwept,
+			log: w.log, what: "collections"}
+	}
 	return w
 }
 
@@ -252,13 +260,13 @@ func (w *Worker) Resume(ctx context.Context, ids []string) error {
 	return ctx.Err()
 }
 
-// Run sweeps the non-final collections at start and every SweepInterval (when Active is
-// set), and blocks until ctx ends; then it stops every session and waits for them. A stopped
-// session records no final status: it is resumed later.
+// Run sweeps the non-final collections (when Active is set), all of them at start and a page
+// of SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every session and
+// waits for them. A stopped session records no final status: it is resumed later.
 func (w *Worker) Run(ctx context.Context) error {
 	var sweep func(context.Context)
-	if w.cfg.Active != nil {
-		sweep = w.sweep
+	if w.sweeper != nil {
+		sweep = w.sweeper.sweep
 	}
 	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
@@ -296,17 +304,25 @@ func (w *Worker) start(id, client, causation string) (accepted bool, err error) 
 	})
 }
 
-func (w *Worker) sweep(ctx context.Context) {
-	ids, err := w.cfg.Active.ListNonFinal(ctx, w.cfg.SweepLimit)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("listing non-final collections failed; next sweep retries", "error", err)
+// offerSwept submits a sweep's page of ids, as Resume does. It reports false when one was
+// refused, its client's queue being full, so that the sweep offers the page again rather than
+// pass over it for a whole round, or when the worker stopped.
+func (w *Worker) offerSwept(ctx context.Context, ids []string) bool {
+	refused := 0
+	for _, id := range ids {
+		accepted, err := w.start(id, "", "")
+		if err != nil {
+			return false // stopped: nothing to log
 		}
-		return
+		if !accepted {
+			refused++
+		}
 	}
-	if err := w.Resume(ctx, ids); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
-		w.log.Warn("sweep could not resume every collection", "error", err)
+	if refused > 0 {
+		w.log.Warn("sweep's queue full; the next sweep offers the page again", "collections", refused)
+		return false
 	}
+	return ctx.Err() == nil
 }
 
 func (w *Worker) now() time.Time { return w.cfg.Clock() }

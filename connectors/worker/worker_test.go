@@ -470,6 +470,60 @@ func TestRunSweepsNonFinalCollections(t *testing.T) {
 	}
 }
 
+// TestRestartSweepsEveryPageOfOpenCollections: a worker that starts with more open collections
+// than SweepLimit drives every one of them from Run's first sweep, a page at a time, without
+// waiting an interval per page.
+func TestRestartSweepsEveryPageOfOpenCollections(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var ids []string
+	for range 5 {
+		id, _ := e.start(insurer, mock, tolvan)
+		ids = append(ids, id)
+	}
+	cfg := e.config("w1")
+	cfg.Active, cfg.SweepLimit, cfg.SweepInterval = e.nonFinal(), 2, time.Hour
+	w := e.worker(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Run(ctx) }()
+	for _, id := range ids {
+		if c := e.waitFinal(id); c.Status() != collection.StatusCompleted {
+			t.Fatalf("%s: status %s", id, c.Status())
+		}
+	}
+}
+
+// TestSweepFindsANewCollectionBehindWaitingOnes: more collections than SweepLimit wait for their
+// contact forms, for minutes; a newer one nobody was told about (its event missed) is still
+// found by the periodic sweeps, which page past the waiting ones instead of listing them again.
+func TestSweepFindsANewCollectionBehindWaitingOnes(t *testing.T) {
+	e := newEnv(t, fastSandbox())
+	cfg := e.config("w1")
+	cfg.Active, cfg.SweepLimit = e.nonFinal(), 2
+	cfg.ContactFormTimeout = time.Minute // they wait until the test ends
+	var waiting []string
+	for range 5 {
+		id, _ := e.start(insurer, mock, pnContactForm)
+		waiting = append(waiting, id)
+	}
+	w := e.worker(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Run(ctx) }()
+	for _, id := range waiting {
+		e.waitFor(id, "CONTACT_FORM_PENDING", func(c *collection.Collection) bool { return c.Status() == sOther.ContactFormPending })
+	}
+	id, _ := e.start(insurer, mock, tolvan)
+	if c := e.waitFinal(id); c.Status() != collection.StatusCompleted {
+		t.Fatalf("status %s", c.Status())
+	}
+	for _, id := range waiting {
+		if c := e.load(id); c.Status() != sOther.ContactFormPending {
+			t.Fatalf("a waiting collection moved on: %s", c.Status())
+		}
+	}
+}
+
 func TestDeadlineEndsCollectionsOnResume(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	old := time.Now().Add(-time.Hour)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
@@ -134,17 +135,28 @@ func (r Reader) CollectionUser(ctx context.Context, tenant, collectionID string)
 }
 
 // ListNonFinal returns the ids of up to limit collections (limit <= 0: all) that have not
-// reached a final status, oldest first: the connectors re-arm their sessions from it.
-func (r Reader) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.store.ListNonFinal(ctx, nil, limit)
-	if err != nil {
-		return nil, err
+// reached a final status, oldest first (by creation, then id), starting after the collection
+// afterID created at afterCreatedAt (afterID "": from the oldest), and the creation time of the
+// last id it returns: with that id, where the next page starts. The connectors page through it
+// to re-arm their sessions (the worker's ActiveCollections). The position is two plain values,
+// not a NonFinalPosition, so that the worker's port names no type of this package.
+func (r Reader) ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error) {
+	var after *NonFinalPosition
+	if afterID != "" {
+		after = &NonFinalPosition{CreatedAt: afterCreatedAt, CollectionID: afterID}
 	}
-	ids := make([]string, len(rows))
+	rows, err := r.store.ListNonFinal(ctx, after, limit)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	ids = make([]string, len(rows))
 	for i, row := range rows {
 		ids[i] = row.CollectionID
 	}
-	return ids, nil
+	if len(rows) > 0 {
+		lastCreatedAt = rows[len(rows)-1].CreatedAt
+	}
+	return ids, lastCreatedAt, nil
 }
 
 func statusView(row Row) query.StatusView {

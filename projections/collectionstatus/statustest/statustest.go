@@ -837,7 +837,7 @@ func testReaderGet(t *testing.T, s collectionstatus.Store) {
 // activeCollections is the connectors' port (connectors/worker.ActiveCollections), restated
 // here as the worker declares it: the reader must satisfy it by its shape alone.
 type activeCollections interface {
-	ListNonFinal(ctx context.Context, limit int) ([]string, error)
+	ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error)
 }
 
 func testReaderListNonFinal(t *testing.T, s collectionstatus.Store) {
@@ -848,19 +848,31 @@ func testReaderListNonFinal(t *testing.T, s collectionstatus.Store) {
 	upsert(t, s, at(row("c-running", "acme", "RUNNING", 0), 3), at(row("c-login", "other", "LOGIN", 2), 1),
 		at(row("c-done", "acme", "COMPLETED", 6), 0), at(row("c-collecting", "acme", "COLLECTING", 4), 2))
 	var active activeCollections = collectionstatus.NewReader(s, suiteKeys)
-	got, err := active.ListNonFinal(ctx(t), 0)
+	got, last, err := active.ListNonFinal(ctx(t), time.Time{}, "", 0)
 	if want := []string{"c-login", "c-collecting", "c-running"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ListNonFinal = %v, %v; want %v", got, err, want)
 	}
-	got, err = active.ListNonFinal(ctx(t), 1)
+	if want := stored(at(row("", "", "", 0), 3)).CreatedAt; !last.Equal(want) {
+		t.Fatalf("ListNonFinal's last creation = %v, want c-running's %v", last, want)
+	}
+	got, last, err = active.ListNonFinal(ctx(t), time.Time{}, "", 1)
 	if want := []string{"c-login"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ListNonFinal(1) = %v, %v; want %v", got, err, want)
+	}
+	// The page after it starts at the id and the time it returned.
+	got, last, err = active.ListNonFinal(ctx(t), last, got[0], 1)
+	if want := []string{"c-collecting"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListNonFinal(1) after c-login = %v, %v; want %v", got, err, want)
+	}
+	got, _, err = active.ListNonFinal(ctx(t), last, got[0], 0)
+	if want := []string{"c-running"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListNonFinal after c-collecting = %v, %v; want %v", got, err, want)
 	}
 	if err := s.Reset(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := active.ListNonFinal(ctx(t), 0); err != nil || len(got) != 0 {
-		t.Fatalf("ListNonFinal of an empty read model = %v, %v", got, err)
+	if got, last, err := active.ListNonFinal(ctx(t), time.Time{}, "", 0); err != nil || len(got) != 0 || !last.IsZero() {
+		t.Fatalf("ListNonFinal of an empty read model = %v, %v, %v", got, last, err)
 	}
 }
 

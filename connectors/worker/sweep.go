@@ -1,0 +1,86 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// nonFinalPages reads a page of a read model's non-final ids, oldest first: up to limit after
+// the id afterID created at afterCreatedAt (afterID "": from the oldest), and the creation time
+// of the last id it returns (ActiveCollections.ListNonFinal, ActiveConsents.ListNonFinal).
+type nonFinalPages func(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error)
+
+// sweepCursor pages a worker's sweep through the non-final ids of a read model, one page per
+// sweep, each after the last id the sweep before offered. Listing the oldest limit ids at every
+// sweep showed the same ones for as long as they stayed open (thousands waiting minutes for a
+// contact form), and a newer id that needs the sweep (its worker restarted or died, its client's
+// queue was full) waited until they had all ended; paged, every id is offered within
+// ceil(open/limit) sweeps, and a sweep's work stays bounded by the limit. A page shorter than
+// the limit ends the round: the cursor wraps, and the next sweep starts again at the oldest.
+//
+// The first sweep (Run's start, e.g. a restarted worker's) reads a whole round, a page at a
+// time, so that a restart re-arms every open session at once rather than a page per interval.
+//
+// Only the sweep loop (runSweeps) uses a cursor: it needs no lock.
+type sweepCursor struct {
+	list  nonFinalPages
+	limit int // <= 0: every id in one page
+	// offer hands a page's ids to the worker. false means some were not taken (a full client
+	// queue, a stopped worker; offer logs why): the cursor stays, and the next sweep offers the
+	// page again.
+	offer func(ctx context.Context, ids []string) bool
+	log   *slog.Logger
+	what  string // what the ids are, for logs: "collections", "consents"
+
+	// afterCreatedAt and afterID are the position of the last id offered; afterID "" is before
+	// the oldest.
+	afterCreatedAt time.Time
+	afterID        string
+	begun          bool
+}
+
+// sweep is one sweep: the whole round at the first, one page at every later one.
+func (c *sweepCursor) sweep(ctx context.Context) {
+	if c.begun {
+		c.page(ctx)
+		return
+	}
+	c.begun = true
+	offered := 0
+	for ctx.Err() == nil {
+		n, wrapped, ok := c.page(ctx)
+		offered += n
+		if wrapped {
+			c.log.Info("start sweep offered every non-final one of the "+c.what, c.what, offered)
+			return
+		}
+		if !ok {
+			// The later sweeps go on from here, a page each.
+			c.log.Info("start sweep stopped before the end of the "+c.what, c.what, offered)
+			return
+		}
+	}
+}
+
+// page offers the page after the cursor and moves the cursor past it, back to the oldest after
+// a short page (wrapped). ok is false when the page could not be read or not every id was taken:
+// the cursor then stays where it was.
+func (c *sweepCursor) page(ctx context.Context) (n int, wrapped, ok bool) {
+	ids, last, err := c.list(ctx, c.afterCreatedAt, c.afterID, c.limit)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("listing non-final "+c.what+" failed; next sweep retries", "error", err)
+		}
+		return 0, false, false
+	}
+	if !c.offer(ctx, ids) {
+		return len(ids), false, false
+	}
+	if c.limit <= 0 || len(ids) < c.limit {
+		c.afterCreatedAt, c.afterID = time.Time{}, ""
+		return len(ids), true, true
+	}
+	c.afterCreatedAt, c.afterID = last, ids[len(ids)-1]
+	return len(ids), false, true
+}
