@@ -202,8 +202,8 @@ func (e *consentEnv) activeConsents() worker.ActiveConsents { return storeActive
 
 type storeActiveConsents struct{ e *consentEnv }
 
-func (a storeActiveConsents) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	var ids []string
+func (a storeActiveConsents) ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) ([]string, time.Time, error) {
+	var open []openRow
 	for _, s := range a.e.store.Streams() {
 		id, ok := strings.CutPrefix(s, consent.StreamPrefix)
 		if !ok {
@@ -211,13 +211,14 @@ func (a storeActiveConsents) ListNonFinal(ctx context.Context, limit int) ([]str
 		}
 		c, err := a.e.crepo.Load(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		if !c.Status().IsFinal() && (limit <= 0 || len(ids) < limit) {
-			ids = append(ids, id)
+		if !c.Status().IsFinal() {
+			open = append(open, openRow{createdAt: c.CreatedAt(), id: id})
 		}
 	}
-	return ids, nil
+	ids, last := pageAfter(open, afterCreatedAt, afterID, limit)
+	return ids, last, nil
 }
 
 // sign is the sandbox's user signing the consent's EID order: POST /sandbox/eid/sign
@@ -465,6 +466,23 @@ func TestConsentExpiryArmedBySweep(t *testing.T) {
 	c = e.waitStatus(id, consent.StatusExpired)
 	if c.EndedAt().Before(c.ExpiresAt()) {
 		t.Fatalf("expired at %s, before expiresAt %s", c.EndedAt(), c.ExpiresAt())
+	}
+}
+
+// TestConsentRestartSweepsEveryPage: a consent worker that starts with more open consents than
+// SweepLimit drives every one of them from Run's first sweep, a page at a time.
+func TestConsentRestartSweepsEveryPage(t *testing.T) {
+	e := newConsentEnv(t, envOptions{})
+	var ids []string
+	for range 3 {
+		id, _ := e.create(pnConsentOK, mock)
+		ids = append(ids, id)
+	}
+	cfg := e.config("w1")
+	cfg.Active, cfg.SweepLimit, cfg.SweepInterval = e.activeConsents(), 1, time.Hour
+	e.run(e.worker(cfg))
+	for _, id := range ids {
+		e.waitStatus(id, consent.StatusAuthorized)
 	}
 }
 

@@ -45,8 +45,13 @@ type ConsentRepository interface {
 
 // ActiveConsents lists the consents that have not reached a final status, AUTHORIZED ones
 // included (their expiry is still to be recorded): the consents read model's Reader satisfies it.
+// The sweep pages through them (sweepCursor).
 type ActiveConsents interface {
-	ListNonFinal(ctx context.Context, limit int) ([]string, error)
+	// ListNonFinal returns the ids of up to limit non-final consents (limit <= 0: all), oldest
+	// first (by creation, then id), starting after the consent afterID created at afterCreatedAt
+	// (afterID "": from the oldest), and the creation time of the last id it returns, where with
+	// that id the next page starts.
+	ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error)
 }
 
 // ConsentConfig configures a ConsentWorker. Zero durations and limits take the defaults of
@@ -72,9 +77,11 @@ type ConsentConfig struct {
 	MaxSessions     int
 	PollInterval    time.Duration
 	SweepInterval   time.Duration
-	// SweepLimit caps the consents one sweep lists; 0 lists them all. Authorized consents stay
-	// non-final for months and are listed oldest first, so a cap could hide a new consent behind
-	// them: the sweep remembers the authorized ones it has armed and does not load them again.
+	// SweepLimit caps the consents one sweep lists; 0 lists them all at every sweep. Capped, a
+	// sweep lists a page, after the page of the sweep before, so that the authorized consents,
+	// non-final for months and listed oldest first, do not hide a newer consent behind them
+	// (Run's first sweep reads every page). Either way the sweep does not load again the
+	// authorized consents whose expiry it has armed.
 	SweepLimit int
 	// EIDOrderTimeout is how long the person has to sign the bank's EID order
 	// (SAMLA_EID_ORDER_TIMEOUT): the consent's authorization deadline.
@@ -100,6 +107,8 @@ type ConsentWorker struct {
 	// revoking are the bank consents being withdrawn here, so that the Kafka feed and a session
 	// do not withdraw the same one twice at once.
 	revoking map[string]bool
+	// sweeper pages the sweep through Active; nil without Active.
+	sweeper *sweepCursor
 }
 
 // revokeBackoff spaces the tries of withdrawing a consent at the bank (the bank adapter retries
@@ -141,6 +150,10 @@ func NewConsentWorker(cfg ConsentConfig) *ConsentWorker {
 		revoking: map[string]bool{},
 	}
 	w.pool = newPool(&w.mu, cfg.MaxSessions, false)
+	if cfg.Active != nil {
+		w.sweeper = &sweepCursor{list: cfg.Active.ListNonFinal, limit: cfg.SweepLimit, offer: w.offerSwept,
+			log: w.log, what: "consents"}
+	}
 	return w
 }
 
@@ -195,12 +208,13 @@ func (w *ConsentWorker) Resume(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// Run sweeps the non-final consents at start and every SweepInterval (when Active is set) and
-// blocks until ctx ends; then it stops every session and timer and waits for them.
+// Run sweeps the non-final consents (when Active is set), all of them at start and a page of
+// SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every session and
+// timer and waits for them.
 func (w *ConsentWorker) Run(ctx context.Context) error {
 	var sweep func(context.Context)
-	if w.cfg.Active != nil {
-		sweep = w.sweep
+	if w.sweeper != nil {
+		sweep = w.sweeper.sweep
 	}
 	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
@@ -226,14 +240,10 @@ func (w *ConsentWorker) start(ctx context.Context, id, causation string) error {
 	return w.pool.start(ctx, id, func() { w.runConsent(id, causation) })
 }
 
-func (w *ConsentWorker) sweep(ctx context.Context) {
-	ids, err := w.cfg.Active.ListNonFinal(ctx, w.cfg.SweepLimit)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("listing non-final consents failed; next sweep retries", "error", err)
-		}
-		return
-	}
+// offerSwept starts a session for each of a sweep's page of ids that has none, waiting for a
+// slot; false when one could not be started (ctx ended, the worker stopped), so that the sweep
+// offers the page again.
+func (w *ConsentWorker) offerSwept(ctx context.Context, ids []string) bool {
 	for _, id := range ids {
 		if w.pool.armed(id) {
 			continue // authorized, its expiry timer runs here
@@ -242,9 +252,10 @@ func (w *ConsentWorker) sweep(ctx context.Context) {
 			if ctx.Err() == nil && !errors.Is(err, ErrStopped) {
 				w.log.Warn("sweep could not resume every consent", "error", err)
 			}
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // arm schedules the expiry of an authorized consent: at expiresAt a session records

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/samla/samla/domain/consent"
 	"github.com/samla/samla/eventschema"
@@ -116,18 +117,29 @@ func (r Reader) UserConsentIDs(ctx context.Context, tenant, userUUID string) ([]
 }
 
 // ListNonFinal returns the ids of up to limit consents (limit <= 0: all) that have not reached a
-// final status, oldest first, AUTHORIZED ones included (their expiry is still to be recorded):
-// the connectors re-arm their consent sessions from it.
-func (r Reader) ListNonFinal(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.store.ListNonFinal(ctx, nil, limit)
-	if err != nil {
-		return nil, err
+// final status, AUTHORIZED ones included (their expiry is still to be recorded), oldest first (by
+// creation, then id), starting after the consent afterID created at afterCreatedAt (afterID "":
+// from the oldest), and the creation time of the last id it returns: with that id, where the
+// next page starts. The connectors page through it to re-arm their consent sessions (the
+// worker's ActiveConsents). The position is two plain values, not a NonFinalPosition, so that
+// the worker's port names no type of this package.
+func (r Reader) ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error) {
+	var after *NonFinalPosition
+	if afterID != "" {
+		after = &NonFinalPosition{CreatedAt: afterCreatedAt, ConsentID: afterID}
 	}
-	ids := make([]string, len(rows))
+	rows, err := r.store.ListNonFinal(ctx, after, limit)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	ids = make([]string, len(rows))
 	for i, row := range rows {
 		ids[i] = row.ConsentID
 	}
-	return ids, nil
+	if len(rows) > 0 {
+		lastCreatedAt = rows[len(rows)-1].CreatedAt
+	}
+	return ids, lastCreatedAt, nil
 }
 
 // consentView is a row as the query side sees it, without its EID order.

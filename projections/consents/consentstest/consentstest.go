@@ -762,15 +762,30 @@ func testReaderUserConsentIDs(t *testing.T, s consents.Store) {
 	}
 }
 
+// activeConsents is the connectors' port (connectors/worker.ActiveConsents), restated here as
+// the worker declares it: the reader must satisfy it by its shape alone.
+type activeConsents interface {
+	ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error)
+}
+
 func testReaderListNonFinal(t *testing.T, s consents.Store) {
 	upsert(t, s, row("k-1", "acme", u1, "AUTHORIZED", 1, 0), row("k-2", "globex", u2, "INITIATED", 2, 0),
 		row("k-3", "acme", u1, "REVOKED", 0, 0))
-	ids, err := consents.NewReader(s, suiteKeys).ListNonFinal(ctx(t), 0)
-	if err != nil || !slices.Equal(ids, []string{"k-1", "k-2"}) {
-		t.Fatalf("ListNonFinal = %v, %v", ids, err)
+	var active activeConsents = consents.NewReader(s, suiteKeys)
+	ids, last, err := active.ListNonFinal(ctx(t), time.Time{}, "", 0)
+	if err != nil || !slices.Equal(ids, []string{"k-1", "k-2"}) || !last.Equal(base.Add(2*time.Minute).Truncate(time.Millisecond)) {
+		t.Fatalf("ListNonFinal = %v, %v, %v", ids, last, err)
 	}
-	if ids, err := consents.NewReader(s, suiteKeys).ListNonFinal(ctx(t), 1); err != nil || !slices.Equal(ids, []string{"k-1"}) {
+	ids, last, err = active.ListNonFinal(ctx(t), time.Time{}, "", 1)
+	if err != nil || !slices.Equal(ids, []string{"k-1"}) {
 		t.Fatalf("ListNonFinal(1) = %v, %v", ids, err)
+	}
+	// The page after it starts at the id and the time it returned.
+	if ids, _, err = active.ListNonFinal(ctx(t), last, ids[0], 1); err != nil || !slices.Equal(ids, []string{"k-2"}) {
+		t.Fatalf("ListNonFinal(1) after k-1 = %v, %v", ids, err)
+	}
+	if ids, last, err = active.ListNonFinal(ctx(t), base.Add(2*time.Minute), "k-2", 1); err != nil || len(ids) != 0 || !last.IsZero() {
+		t.Fatalf("ListNonFinal after the newest = %v, %v, %v", ids, last, err)
 	}
 }
 
