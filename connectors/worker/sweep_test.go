@@ -225,7 +225,9 @@ func (blockedRepo) Update(context.Context, string, repository.Meta, func(*collec
 // noCatalog and noCompanies are never reached: every session waits in Load.
 type noCatalog struct{}
 
-func (noCatalog) Get(string) (company.Company, error) { return company.Company{}, errors.New("no catalog") }
+func (noCatalog) Get(string) (company.Company, error) {
+	return company.Company{}, errors.New("no catalog")
+}
 
 type noCompanies struct{ Companies }
 
