@@ -88,7 +88,7 @@ func (r Reader) SignedDocument(ctx context.Context, tenant, documentID string) (
 // need the signing provider (PREPARATION, PENDING, and CLOSED ones whose sealed PDF is not
 // recorded yet), oldest first: the connectors re-arm their cancellation processes from it.
 func (r Reader) ListNeedingProvider(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.store.ListNeedingProvider(ctx, limit)
+	rows, err := r.store.ListNeedingProvider(ctx, nil, limit)
 	if err != nil {
 		return nil, err
 	}

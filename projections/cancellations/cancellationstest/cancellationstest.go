@@ -48,6 +48,8 @@ func Run(t *testing.T, open Open) {
 		{"ListByCollection", testListByCollection},
 		{"ListByUserPages", testListByUserPages},
 		{"ListNeedingProvider", testListNeedingProvider},
+		{"ListNeedingProviderPages", testListNeedingProviderPages},
+		{"ListNeedingProviderAfterAPosition", testListNeedingProviderAfterAPosition},
 		{"ErasePersonal", testErasePersonal},
 		{"Reset", testReset},
 		{"ProjectorWholeLife", testProjectorWholeLife},
@@ -375,7 +377,7 @@ func testListNeedingProvider(t *testing.T, s cancellations.Store) {
 			minute--
 		}
 	}
-	rows, err := s.ListNeedingProvider(ctx(t), 0)
+	rows, err := s.ListNeedingProvider(ctx(t), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,11 +391,11 @@ func testListNeedingProvider(t *testing.T, s cancellations.Store) {
 	sealedNow.IsSignedAndSealed = true
 	ended := row("k-PENDING-false", "acme", col1, u1, "TIMED_OUT", 99, 1)
 	upsert(t, s, sealedNow, ended)
-	if rows, err = s.ListNeedingProvider(ctx(t), 1); err != nil {
+	if rows, err = s.ListNeedingProvider(ctx(t), nil, 1); err != nil {
 		t.Fatal(err)
 	}
 	assertIDs(t, ids(rows), "k-PREPARATION-false")
-	if rows, err = s.ListNeedingProvider(ctx(t), 5); err != nil {
+	if rows, err = s.ListNeedingProvider(ctx(t), nil, 5); err != nil {
 		t.Fatal(err)
 	}
 	assertIDs(t, ids(rows), "k-PREPARATION-false")
