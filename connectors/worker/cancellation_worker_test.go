@@ -319,8 +319,8 @@ func (x *cxEnv) openCancellations() worker.OpenCancellations { return storeOpenC
 
 type storeOpenCancellations struct{ x *cxEnv }
 
-func (o storeOpenCancellations) ListNeedingProvider(ctx context.Context, limit int) ([]string, error) {
-	var ids []string
+func (o storeOpenCancellations) ListNeedingProvider(ctx context.Context, afterRequestedAt time.Time, afterID string, limit int) ([]string, time.Time, error) {
+	var open []openRow
 	for _, s := range o.x.store.Streams() {
 		id, ok := strings.CutPrefix(s, cancellation.StreamPrefix)
 		if !ok {
@@ -328,13 +328,14 @@ func (o storeOpenCancellations) ListNeedingProvider(ctx context.Context, limit i
 		}
 		c, err := o.x.crepo.Load(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		if c.NeedsProvider() && (limit <= 0 || len(ids) < limit) {
-			ids = append(ids, id)
+		if c.NeedsProvider() {
+			open = append(open, openRow{createdAt: c.Requested().RequestedAt, id: id})
 		}
 	}
-	return ids, nil
+	ids, last := pageAfter(open, afterRequestedAt, afterID, limit)
+	return ids, last, nil
 }
 
 // recordingProvider is the real signing adapter, keeping the documents it uploads by reference.
@@ -950,6 +951,50 @@ func TestCancellationSweepWithoutCallbacks(t *testing.T) {
 	assertSealedByTheProvider(t, x, c)
 	if got := x.outcomes(cancellation.StatusClosed, ""); got != 1 {
 		t.Errorf("CLOSED outcomes %v, want 1", got)
+	}
+}
+
+// TestCancellationRestartSweepsEveryPage: a worker that starts with more open cancellations than
+// SweepLimit, none of them handed over by the feed, sends every one from Run's first sweep, a
+// page at a time, without waiting an interval per page.
+func TestCancellationRestartSweepsEveryPage(t *testing.T) {
+	x := newCxEnv(t, cxOptions{})
+	var ids []string
+	for range 4 {
+		id, _ := x.request(cxRequest{})
+		ids = append(ids, id)
+	}
+	cfg := x.config("w1")
+	cfg.Open, cfg.SweepLimit, cfg.SweepInterval = x.openCancellations(), 1, time.Hour
+	x.run(x.worker(cfg))
+	for _, id := range ids {
+		x.waitStatus(id, cancellation.StatusPending)
+	}
+}
+
+// TestCancellationSweepFindsANewOneBehindPendingOnes: more cancellations than SweepLimit wait
+// for their holders' signatures, for weeks; a newer one the feed never handed over is still sent
+// by the periodic sweeps, which page past the pending ones instead of listing them again.
+func TestCancellationSweepFindsANewOneBehindPendingOnes(t *testing.T) {
+	x := newCxEnv(t, cxOptions{})
+	var pending []string
+	for range 3 {
+		id, _ := x.request(cxRequest{})
+		pending = append(pending, id)
+	}
+	cfg := x.config("w1")
+	cfg.Open, cfg.SweepLimit = x.openCancellations(), 2
+	x.run(x.worker(cfg))
+	for _, id := range pending {
+		x.waitStatus(id, cancellation.StatusPending)
+	}
+	// Requested after the start's round listed them all: only a later page finds it.
+	id, _ := x.request(cxRequest{})
+	x.waitStatus(id, cancellation.StatusPending)
+	for _, id := range pending {
+		if c := x.loadCx(id); c.Status() != cancellation.StatusPending {
+			t.Fatalf("a pending cancellation moved on: %s", c.Status())
+		}
 	}
 }
 

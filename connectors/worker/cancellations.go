@@ -36,16 +36,18 @@ import (
 // Following a signature takes days, so no goroutine waits on one: a session is one pass over a
 // cancellation (send it, or read its process once and record what changed), and passes come
 // from the Kafka feed (a request; a verified provider callback, cancellation.provider-notified,
-// which makes a lost callback cost one sweep at most), from the sweep of the cancellations that
-// still need the provider (every SweepInterval, the polling the issue asks for), and from a
-// timer per pending cancellation at its deadline, armed by any pass that sees it. Deadlines and
-// claims are in the events, so any worker enforces them and a restarted one resumes at once.
+// which makes a lost callback cost one round of the sweep at most), from the sweep of the
+// cancellations that still need the provider (a page of them every SweepInterval, the polling
+// the issue asks for, every page at Run's start), and from a timer per pending cancellation at
+// its deadline, armed by any pass that sees it. Deadlines and claims are in the events, so any
+// worker enforces them and a restarted one resumes at once.
 
 // DefaultSigningTimeout is how long the holder has to sign (SAMLA_SIGNING_TIMEOUT).
 const DefaultSigningTimeout = 30 * 24 * time.Hour
 
-// DefaultSigningPollInterval is how often the pending cancellations are read at their provider
-// when no callback came: the most a lost callback delays a signature.
+// DefaultSigningPollInterval is how often the sweep reads a page of the open cancellations at
+// their provider when no callback came: a lost callback delays a signature by a round of pages
+// at most (ceil(open/SweepLimit) intervals; one interval without a SweepLimit).
 const DefaultSigningPollInterval = 30 * time.Second
 
 // CancellationRepository is the part of the command repository the cancellation worker needs;
@@ -62,9 +64,14 @@ type ClientLoader interface {
 }
 
 // OpenCancellations lists the cancellations that still need their provider (sending, a pending
-// signature, a sealed PDF to fetch): the cancellations read model's Reader satisfies it.
+// signature, a sealed PDF to fetch): the cancellations read model's Reader satisfies it. The
+// sweep pages through them (sweepCursor).
 type OpenCancellations interface {
-	ListNeedingProvider(ctx context.Context, limit int) ([]string, error)
+	// ListNeedingProvider returns the ids of up to limit such cancellations (limit <= 0: all),
+	// oldest first (by request, then id), starting after the cancellation afterID requested at
+	// afterRequestedAt (afterID "": from the oldest), and the request time of the last id it
+	// returns, where with that id the next page starts.
+	ListNeedingProvider(ctx context.Context, afterRequestedAt time.Time, afterID string, limit int) (ids []string, lastRequestedAt time.Time, err error)
 }
 
 // CancellationConfig configures a CancellationWorker. Zero durations and limits take defaults.
@@ -91,10 +98,14 @@ type CancellationConfig struct {
 
 	StaleClaimAfter time.Duration
 	MaxSessions     int
-	// SweepInterval is how often the open cancellations are read at the provider
-	// (DefaultSigningPollInterval).
+	// SweepInterval is how often the sweep runs (DefaultSigningPollInterval).
 	SweepInterval time.Duration
-	SweepLimit    int
+	// SweepLimit caps the cancellations one sweep lists; 0 lists them all at every sweep, each
+	// read at the provider every SweepInterval. Capped, a sweep lists a page, after the page of
+	// the sweep before, so that the pending ones, open for weeks and listed oldest first, do not
+	// hide a newer one behind them; each is then read within ceil(open/SweepLimit) sweeps (Run's
+	// first sweep reads every page).
+	SweepLimit int
 	// SigningTimeout is how long the holder has to sign (DefaultSigningTimeout).
 	SigningTimeout time.Duration
 }
@@ -111,6 +122,8 @@ type CancellationWorker struct {
 	// pending cancellations' deadlines.
 	pool *pool
 	lost map[string]bool // cancellations whose lost process was logged
+	// sweeper pages the sweep through Open; nil without Open.
+	sweeper *sweepCursor
 }
 
 // NewCancellationWorker builds a cancellation worker. It panics when WorkerID, Repo, Clients,
@@ -140,6 +153,10 @@ func NewCancellationWorker(cfg CancellationConfig) *CancellationWorker {
 	w := &CancellationWorker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID),
 		lost: map[string]bool{}}
 	w.pool = newPool(&w.mu, cfg.MaxSessions, true)
+	if cfg.Open != nil {
+		w.sweeper = &sweepCursor{list: cfg.Open.ListNeedingProvider, limit: cfg.SweepLimit, offer: w.offerSwept,
+			log: w.log, what: "cancellations"}
+	}
 	return w
 }
 
@@ -172,12 +189,13 @@ func (w *CancellationWorker) Resume(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// Run sweeps the open cancellations at start and every SweepInterval (when Open is set) and
-// blocks until ctx ends; then it stops every pass and timer and waits for them.
+// Run sweeps the open cancellations (when Open is set), all of them at start and a page of
+// SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every pass and timer
+// and waits for them.
 func (w *CancellationWorker) Run(ctx context.Context) error {
 	var sweep func(context.Context)
-	if w.cfg.Open != nil {
-		sweep = w.sweep
+	if w.sweeper != nil {
+		sweep = w.sweeper.sweep
 	}
 	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
 	return nil
@@ -191,17 +209,18 @@ func (w *CancellationWorker) Stop() {
 // Running reports how many passes run now.
 func (w *CancellationWorker) Running() int { return w.pool.active() }
 
-func (w *CancellationWorker) sweep(ctx context.Context) {
-	ids, err := w.cfg.Open.ListNeedingProvider(ctx, w.cfg.SweepLimit)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("listing open cancellations failed; next sweep retries", "error", err)
+// offerSwept starts a pass for each of a sweep's page of ids, as Resume does. The pool refuses
+// none: it waits for a slot, and an id whose pass runs has that pass run once more. So it
+// reports false only when a pass could not be started (ctx ended, the worker stopped),
+// and the sweep then offers the page again.
+func (w *CancellationWorker) offerSwept(ctx context.Context, ids []string) bool {
+	if err := w.Resume(ctx, ids); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+			w.log.Warn("sweep could not start every cancellation", "error", err)
 		}
-		return
+		return false
 	}
-	if err := w.Resume(ctx, ids); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStopped) {
-		w.log.Warn("sweep could not start every cancellation", "error", err)
-	}
+	return true
 }
 
 // start runs a pass for id, or, when one runs already, has it followed by another (so that a

@@ -6,12 +6,14 @@ import (
 	"time"
 )
 
-// nonFinalPages reads a page of a read model's non-final ids, oldest first: up to limit after
-// the id afterID created at afterCreatedAt (afterID "": from the oldest), and the creation time
-// of the last id it returns (ActiveCollections.ListNonFinal, ActiveConsents.ListNonFinal).
+// nonFinalPages reads a page of the ids a read model lists for a sweep (the non-final
+// collections or consents, the cancellations that still need their provider), oldest first: up
+// to limit after the id afterID created at afterCreatedAt (afterID "": from the oldest), and the
+// creation time of the last id it returns (ActiveCollections.ListNonFinal,
+// ActiveConsents.ListNonFinal, OpenCancellations.ListNeedingProvider).
 type nonFinalPages func(ctx context.Context, afterCreatedAt time.Time, afterID string, limit int) (ids []string, lastCreatedAt time.Time, err error)
 
-// sweepCursor pages a worker's sweep through the non-final ids of a read model, one page per
+// sweepCursor pages a worker's sweep through the open ids of a read model, one page per
 // sweep, each after the last id the sweep before offered. Listing the oldest limit ids at every
 // sweep showed the same ones for as long as they stayed open (thousands waiting minutes for a
 // contact form), and a newer id that needs the sweep (its worker restarted or died, its client's
@@ -27,11 +29,11 @@ type sweepCursor struct {
 	list  nonFinalPages
 	limit int // <= 0: every id in one page
 	// offer hands a page's ids to the worker. false means some were not taken (a full client
-	// queue, a stopped worker; offer logs why): the cursor stays, and the next sweep offers the
-	// page again.
+	// queue, a worker stopped or a context ended while it waited for a slot; offer logs why):
+	// the cursor stays, and the next sweep offers the page again.
 	offer func(ctx context.Context, ids []string) bool
 	log   *slog.Logger
-	what  string // what the ids are, for logs: "collections", "consents"
+	what  string // what the ids are, for logs: "collections", "consents", "cancellations"
 
 	// afterCreatedAt and afterID are the position of the last id offered; afterID "" is before
 	// the oldest.
@@ -52,7 +54,7 @@ func (c *sweepCursor) sweep(ctx context.Context) {
 		n, wrapped, ok := c.page(ctx)
 		offered += n
 		if wrapped {
-			c.log.Info("start sweep offered every non-final one of the "+c.what, c.what, offered)
+			c.log.Info("start sweep offered every open one of the "+c.what, c.what, offered)
 			return
 		}
 		if !ok {
@@ -70,7 +72,7 @@ func (c *sweepCursor) page(ctx context.Context) (n int, wrapped, ok bool) {
 	ids, last, err := c.list(ctx, c.afterCreatedAt, c.afterID, c.limit)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.Warn("listing non-final "+c.what+" failed; next sweep retries", "error", err)
+			c.log.Warn("listing open "+c.what+" failed; next sweep retries", "error", err)
 		}
 		return 0, false, false
 	}

@@ -76,8 +76,11 @@ type Document struct {
 	Revision uint64
 }
 
-// Position is where a page of a user's cancellations ends: the last row's RequestedAt (at the
-// stored ms precision) and DocumentID.
+// Position is where a page of cancellations ends, in the order of ListByUser and
+// ListNeedingProvider (oldest first: by RequestedAt, then DocumentID): the last row's RequestedAt
+// (at the stored ms precision) and DocumentID. Neither ever changes for a cancellation, so the
+// page after a position holds exactly the matching cancellations after it, whatever was requested
+// or ended meanwhile.
 type Position struct {
 	RequestedAt time.Time
 	DocumentID  string
@@ -110,8 +113,9 @@ type Store interface {
 	ListByUser(ctx context.Context, tenant, userUUID string, after *Position, limit int) ([]Row, error)
 	// ListNeedingProvider returns up to limit cancellations (limit <= 0: all) that still need
 	// the signing provider (NeedsProvider: PREPARATION, PENDING, and CLOSED ones whose sealed
-	// PDF is not recorded yet), oldest first (by RequestedAt, then DocumentID).
-	ListNeedingProvider(ctx context.Context, limit int) ([]Row, error)
+	// PDF is not recorded yet), oldest first (by RequestedAt, then DocumentID), starting after
+	// the position (nil: from the oldest). The connectors' sweep pages through them.
+	ListNeedingProvider(ctx context.Context, after *Position, limit int) ([]Row, error)
 	// Document returns tenant's cancellation's document, or readdb.ErrNotFound when none was
 	// recorded (or the cancellation is another tenant's). A document blanked by an erasure is
 	// returned with a zero Content.
@@ -160,19 +164,30 @@ func rowRevision(r Row) uint64      { return r.Revision }
 func docKey(d Document) string      { return d.DocumentID }
 func docRevision(d Document) uint64 { return d.Revision }
 
-// byUserFilter is the WHERE clause of ListByUser, and its arguments. SQLite takes the position
-// as a row value, which its index search turns into a range; ClickHouse, which scans either way,
-// takes the expanded form every server version knows. Every column in it never changes for a
-// cancellation, so ClickHouse may apply it to the raw row versions next to FINAL.
+// byUserFilter is the WHERE clause of ListByUser, and its arguments. Every column in it never
+// changes for a cancellation, so ClickHouse may apply it to the raw row versions next to FINAL.
 func byUserFilter(tenant, userUUID string, after *Position, rowValues bool) (string, []any) {
 	where := `tenant = ? AND user_uuid = ?`
 	args := []any{tenant, userUUID}
+	if cond, condArgs := positionAfter(after, rowValues); cond != "" {
+		return where + ` AND ` + cond, append(args, condArgs...)
+	}
+	return where, args
+}
+
+// positionAfter is the condition of the rows after a position ("" for none), and its arguments.
+// SQLite takes the position as a row value, which its index search turns into a range (per
+// status in cancellations_by_status, whose entries end with the primary key); ClickHouse, which
+// scans either way, takes the expanded form every server version knows. requested_at_ms and
+// document_id never change for a cancellation, so ClickHouse may apply it to the raw row versions
+// next to FINAL: it keeps or drops every version of a row together.
+func positionAfter(after *Position, rowValues bool) (string, []any) {
 	if after == nil {
-		return where, args
+		return "", nil
 	}
 	ms := readdb.Millis(after.RequestedAt)
 	if rowValues {
-		return where + ` AND (requested_at_ms, document_id) > (?, ?)`, append(args, ms, after.DocumentID)
+		return `(requested_at_ms, document_id) > (?, ?)`, []any{ms, after.DocumentID}
 	}
-	return where + ` AND (requested_at_ms > ? OR (requested_at_ms = ? AND document_id > ?))`, append(args, ms, ms, after.DocumentID)
+	return `(requested_at_ms > ? OR (requested_at_ms = ? AND document_id > ?))`, []any{ms, ms, after.DocumentID}
 }

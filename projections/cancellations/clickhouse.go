@@ -199,16 +199,22 @@ func (s *ClickHouseStore) ListByUser(ctx context.Context, tenant, userUUID strin
 // PREWHERE would be, which servers move a WHERE to under FINAL when
 // optimize_move_to_prewhere_if_final is on), an old PENDING version of a signed cancellation
 // would survive as if it were current. An outer query over the FINAL subquery is correct under
-// every server version and setting.
-func (s *ClickHouseStore) ListNeedingProvider(ctx context.Context, limit int) ([]Row, error) {
-	q := `SELECT ` + clickhouseColumns + ` FROM (
-		SELECT ` + clickhouseColumns + ` FROM cancellations FINAL
-	) WHERE status IN ? AND NOT (status = ? AND is_signed_and_sealed = 1) ORDER BY requested_at_ms, document_id`
+// every server version and setting. The position's columns never change for a cancellation, so
+// it is applied next to FINAL, where it spares the collapse of every row before it.
+func (s *ClickHouseStore) ListNeedingProvider(ctx context.Context, after *Position, limit int) ([]Row, error) {
+	var args []any
+	inner := `SELECT ` + clickhouseColumns + ` FROM cancellations FINAL`
+	if cond, condArgs := positionAfter(after, false); cond != "" {
+		inner += ` WHERE ` + cond
+		args = condArgs
+	}
+	q := `SELECT ` + clickhouseColumns + ` FROM (` + inner + `)
+		WHERE status IN ? AND NOT (status = ? AND is_signed_and_sealed = 1) ORDER BY requested_at_ms, document_id`
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
 	var out []Row
-	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, readdb.InSet(openStatuses()), closed); err != nil {
+	if err := s.query(ctx, func(r Row) { out = append(out, r) }, q, append(args, readdb.InSet(openStatuses()), closed)...); err != nil {
 		return nil, fmt.Errorf("list cancellations needing the provider: %w", err)
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
@@ -86,17 +87,28 @@ func (r Reader) SignedDocument(ctx context.Context, tenant, documentID string) (
 
 // ListNeedingProvider returns the ids of up to limit cancellations (limit <= 0: all) that still
 // need the signing provider (PREPARATION, PENDING, and CLOSED ones whose sealed PDF is not
-// recorded yet), oldest first: the connectors re-arm their cancellation processes from it.
-func (r Reader) ListNeedingProvider(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.store.ListNeedingProvider(ctx, limit)
+// recorded yet), oldest first (by request, then id), starting after the cancellation afterID
+// requested at afterRequestedAt (afterID "": from the oldest), and the request time of the last
+// id it returns: with that id, where the next page starts. The connectors page through it to
+// re-arm their cancellation processes (the worker's OpenCancellations). The position is two
+// plain values, not a Position, so that the worker's port names no type of this package.
+func (r Reader) ListNeedingProvider(ctx context.Context, afterRequestedAt time.Time, afterID string, limit int) (ids []string, lastRequestedAt time.Time, err error) {
+	var after *Position
+	if afterID != "" {
+		after = &Position{RequestedAt: afterRequestedAt, DocumentID: afterID}
+	}
+	rows, err := r.store.ListNeedingProvider(ctx, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	ids := make([]string, 0, len(rows))
-	for _, row := range rows {
-		ids = append(ids, row.DocumentID)
+	ids = make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = row.DocumentID
 	}
-	return ids, nil
+	if len(rows) > 0 {
+		lastRequestedAt = rows[len(rows)-1].RequestedAt
+	}
+	return ids, lastRequestedAt, nil
 }
 
 // userCancellationsPage is how many of a user's cancellations UserCancellationIDs reads at once.

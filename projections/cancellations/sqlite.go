@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS cancellations (
 CREATE INDEX IF NOT EXISTS cancellations_by_collection ON cancellations (tenant, collection_id, requested_at_ms, document_id);
 -- ListByUser reads one user's cancellations in the list's order; ErasePersonal finds them by it too.
 CREATE INDEX IF NOT EXISTS cancellations_by_user ON cancellations (tenant, user_uuid, requested_at_ms, document_id);
--- ListNeedingProvider reads the few open cancellations among the many ended ones.
+-- ListNeedingProvider reads the few open cancellations among the many ended ones; the index holds
+-- the primary key after its columns, so a page's position is a range in it.
 CREATE INDEX IF NOT EXISTS cancellations_by_status ON cancellations (status, requested_at_ms);
 CREATE TABLE IF NOT EXISTS cancellation_documents (
 	document_id      TEXT    NOT NULL PRIMARY KEY,
@@ -189,19 +190,24 @@ func (s *SQLiteStore) ListByUser(ctx context.Context, tenant, userUUID string, a
 }
 
 // ListNeedingProvider implements Store through the index cancellations_by_status.
-func (s *SQLiteStore) ListNeedingProvider(ctx context.Context, limit int) ([]Row, error) {
+func (s *SQLiteStore) ListNeedingProvider(ctx context.Context, after *Position, limit int) ([]Row, error) {
 	statuses := openStatuses()
-	args := make([]any, 0, len(statuses)+2)
+	args := make([]any, 0, len(statuses)+4)
 	for _, st := range statuses {
 		args = append(args, st)
+	}
+	args = append(args, closed)
+	where := `status IN (` + readdb.Placeholders(len(statuses)) + `) AND NOT (status = ? AND is_signed_and_sealed)`
+	if cond, condArgs := positionAfter(after, true); cond != "" {
+		where += ` AND ` + cond
+		args = append(args, condArgs...)
 	}
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
 	var out []Row
 	err := s.query(ctx, func(r Row) { out = append(out, r) }, `SELECT `+sqliteColumns+` FROM cancellations
-		WHERE status IN (`+readdb.Placeholders(len(statuses))+`) AND NOT (status = ? AND is_signed_and_sealed)
-		ORDER BY requested_at_ms, document_id LIMIT ?`, append(args, closed, limit)...)
+		WHERE `+where+` ORDER BY requested_at_ms, document_id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list cancellations needing the provider: %w", err)
 	}

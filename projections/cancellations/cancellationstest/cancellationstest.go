@@ -48,6 +48,8 @@ func Run(t *testing.T, open Open) {
 		{"ListByCollection", testListByCollection},
 		{"ListByUserPages", testListByUserPages},
 		{"ListNeedingProvider", testListNeedingProvider},
+		{"ListNeedingProviderPages", testListNeedingProviderPages},
+		{"ListNeedingProviderAfterAPosition", testListNeedingProviderAfterAPosition},
 		{"ErasePersonal", testErasePersonal},
 		{"Reset", testReset},
 		{"ProjectorWholeLife", testProjectorWholeLife},
@@ -375,7 +377,7 @@ func testListNeedingProvider(t *testing.T, s cancellations.Store) {
 			minute--
 		}
 	}
-	rows, err := s.ListNeedingProvider(ctx(t), 0)
+	rows, err := s.ListNeedingProvider(ctx(t), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,11 +391,11 @@ func testListNeedingProvider(t *testing.T, s cancellations.Store) {
 	sealedNow.IsSignedAndSealed = true
 	ended := row("k-PENDING-false", "acme", col1, u1, "TIMED_OUT", 99, 1)
 	upsert(t, s, sealedNow, ended)
-	if rows, err = s.ListNeedingProvider(ctx(t), 1); err != nil {
+	if rows, err = s.ListNeedingProvider(ctx(t), nil, 1); err != nil {
 		t.Fatal(err)
 	}
 	assertIDs(t, ids(rows), "k-PREPARATION-false")
-	if rows, err = s.ListNeedingProvider(ctx(t), 5); err != nil {
+	if rows, err = s.ListNeedingProvider(ctx(t), nil, 5); err != nil {
 		t.Fatal(err)
 	}
 	assertIDs(t, ids(rows), "k-PREPARATION-false")
@@ -602,7 +604,7 @@ func testProjectorWholeLife(t *testing.T, s cancellations.Store) {
 		t.Fatalf("signed row %#v", r)
 	}
 	f.assertNoDocument("acme", d1)
-	if ids, err := f.reader().ListNeedingProvider(ctx(t), 0); err != nil || !slices.Equal(ids, []string{d1}) {
+	if ids, _, err := f.reader().ListNeedingProvider(ctx(t), time.Time{}, "", 0); err != nil || !slices.Equal(ids, []string{d1}) {
 		t.Fatalf("signed, not sealed: needing the provider %v, %v", ids, err)
 	}
 
@@ -618,7 +620,7 @@ func testProjectorWholeLife(t *testing.T, s cancellations.Store) {
 	if err != nil || !bytes.Equal(got, pdf) {
 		t.Fatalf("SignedDocument = %q, %v", got, err)
 	}
-	if ids, err := f.reader().ListNeedingProvider(ctx(t), 0); err != nil || len(ids) != 0 {
+	if ids, _, err := f.reader().ListNeedingProvider(ctx(t), time.Time{}, "", 0); err != nil || len(ids) != 0 {
 		t.Fatalf("sealed: needing the provider %v, %v", ids, err)
 	}
 }
@@ -658,7 +660,7 @@ func testProjectorEndings(t *testing.T, s cancellations.Store) {
 		}
 		f.assertNoDocument("acme", tc.id)
 	}
-	if ids, err := f.reader().ListNeedingProvider(ctx(t), 0); err != nil || len(ids) != 0 {
+	if ids, _, err := f.reader().ListNeedingProvider(ctx(t), time.Time{}, "", 0); err != nil || len(ids) != 0 {
 		t.Fatalf("ended: needing the provider %v, %v", ids, err)
 	}
 }
@@ -901,13 +903,30 @@ func testReaderListNeedingProvider(t *testing.T, s cancellations.Store) {
 	sealedRow.IsSignedAndSealed = true
 	upsert(t, s, row("k-1", "acme", col1, u1, "PENDING", 1, 0), row("k-2", "globex", col2, u2, "PREPARATION", 2, 0),
 		row("k-3", "acme", col1, u1, "CANCELED", 0, 0), sealedRow, row("k-5", "acme", col1, u1, "CLOSED", 3, 2))
-	reader := cancellations.NewReader(s, suiteKeys)
-	if ids, err := reader.ListNeedingProvider(ctx(t), 0); err != nil || !slices.Equal(ids, []string{"k-1", "k-2", "k-5"}) {
-		t.Fatalf("ListNeedingProvider = %v, %v", ids, err)
+	var open openCancellations = cancellations.NewReader(s, suiteKeys)
+	ids, last, err := open.ListNeedingProvider(ctx(t), time.Time{}, "", 0)
+	if err != nil || !slices.Equal(ids, []string{"k-1", "k-2", "k-5"}) || !last.Equal(base.Add(3*time.Minute).Truncate(time.Millisecond)) {
+		t.Fatalf("ListNeedingProvider = %v, %v, %v", ids, last, err)
 	}
-	if ids, err := reader.ListNeedingProvider(ctx(t), 1); err != nil || !slices.Equal(ids, []string{"k-1"}) {
+	if ids, last, err = open.ListNeedingProvider(ctx(t), time.Time{}, "", 1); err != nil || !slices.Equal(ids, []string{"k-1"}) {
 		t.Fatalf("ListNeedingProvider(1) = %v, %v", ids, err)
 	}
+	// The page after it starts at the id and the time it returned.
+	if ids, last, err = open.ListNeedingProvider(ctx(t), last, ids[0], 1); err != nil || !slices.Equal(ids, []string{"k-2"}) {
+		t.Fatalf("ListNeedingProvider(1) after k-1 = %v, %v", ids, err)
+	}
+	if ids, _, err = open.ListNeedingProvider(ctx(t), last, ids[0], 0); err != nil || !slices.Equal(ids, []string{"k-5"}) {
+		t.Fatalf("ListNeedingProvider after k-2 = %v, %v", ids, err)
+	}
+	if ids, last, err = open.ListNeedingProvider(ctx(t), base.Add(3*time.Minute), "k-5", 1); err != nil || len(ids) != 0 || !last.IsZero() {
+		t.Fatalf("ListNeedingProvider after the newest = %v, %v, %v", ids, last, err)
+	}
+}
+
+// openCancellations is the connectors' port (connectors/worker.OpenCancellations), restated
+// here as the worker declares it: the reader must satisfy it by its shape alone.
+type openCancellations interface {
+	ListNeedingProvider(ctx context.Context, afterRequestedAt time.Time, afterID string, limit int) (ids []string, lastRequestedAt time.Time, err error)
 }
 
 // testReaderUserCancellationIDs lists every cancellation of a user, final ones included, through
