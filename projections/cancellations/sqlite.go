@@ -84,9 +84,9 @@ const (
 
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
-	db           *sql.DB
-	prepared     readdb.Statements
-	get, getDocs *sql.Stmt
+	db                    *sql.DB
+	prepared              readdb.Statements
+	get, getMany, getDocs *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -99,6 +99,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM cancellations WHERE document_id `+readdb.SQLiteInKeys)
 	s.getDocs = s.prepared.Prepare(ctx, db, sqliteDocument)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite cancellations: %w", err)
@@ -111,8 +112,7 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	return readdb.SQLiteMapByKeys(ctx, s.db, "cancellations", scanSQLiteRow, func(r Row) string { return r.DocumentID },
-		`SELECT `+sqliteColumns+` FROM cancellations WHERE document_id IN`, ids)
+	return readdb.SQLiteMapByKeys(ctx, s.getMany, "cancellations", scanSQLiteRow, func(r Row) string { return r.DocumentID }, ids)
 }
 
 // Upsert implements Store in one transaction: documents and rows commit together; the WHERE

@@ -80,10 +80,10 @@ const (
 
 // SQLiteStore is the Store on an embedded SQLite database.
 type SQLiteStore struct {
-	db                          *sql.DB
-	written                     *readdb.Written // set by Fresh
-	prepared                    readdb.Statements
-	get, documents, getDocument *sql.Stmt
+	db                                   *sql.DB
+	written                              *readdb.Written // set by Fresh
+	prepared                             readdb.Statements
+	get, getMany, documents, getDocument *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -104,6 +104,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id `+readdb.SQLiteInKeys)
 	s.documents = s.prepared.Prepare(ctx, db, sqliteDocuments)
 	s.getDocument = s.prepared.Prepare(ctx, db, sqliteDocument)
 	if err := s.prepared.Err(); err != nil {
@@ -121,8 +122,7 @@ func (s *SQLiteStore) Fresh() { s.written = readdb.NewWritten() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	return readdb.SQLiteMapByKeys(ctx, s.db, "collection data", scanSQLiteRow, func(r Row) string { return r.CollectionID },
-		`SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id IN`, s.written.Filter(ids))
+	return readdb.SQLiteMapByKeys(ctx, s.getMany, "collection data", scanSQLiteRow, func(r Row) string { return r.CollectionID }, s.written.Filter(ids))
 }
 
 // Upsert implements Store in one transaction: documents and rows commit together, however

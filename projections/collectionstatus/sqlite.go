@@ -70,6 +70,7 @@ type SQLiteStore struct {
 	written  *readdb.Written // set by Fresh
 	prepared readdb.Statements
 	get      *sql.Stmt
+	getMany  *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -88,6 +89,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id `+readdb.SQLiteInKeys)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite collection_status: %w", err)
 	}
@@ -104,8 +106,8 @@ func (s *SQLiteStore) Fresh() { s.written = readdb.NewWritten() }
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
 	out := make(map[string]Row, len(ids))
-	err := readdb.SQLiteByKeys(ctx, s.db, "collection statuses", scanSQLiteRow, func(r Row) { out[r.CollectionID] = r },
-		`SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id IN`, s.written.Filter(ids))
+	err := readdb.SQLiteByKeys(ctx, s.getMany, "collection statuses", scanSQLiteRow, func(r Row) { out[r.CollectionID] = r },
+		s.written.Filter(ids))
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ type SQLiteStore struct {
 	db       *sql.DB
 	prepared readdb.Statements
 	get      *sql.Stmt
+	getMany  *sql.Stmt
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -82,6 +83,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM consents WHERE consent_id `+readdb.SQLiteInKeys)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite consents: %w", err)
 	}
@@ -93,8 +95,7 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	return readdb.SQLiteMapByKeys(ctx, s.db, "consents", scanSQLiteRow, func(r Row) string { return r.ConsentID },
-		`SELECT `+sqliteColumns+` FROM consents WHERE consent_id IN`, ids)
+	return readdb.SQLiteMapByKeys(ctx, s.getMany, "consents", scanSQLiteRow, func(r Row) string { return r.ConsentID }, ids)
 }
 
 // Upsert implements Store in one transaction; the WHERE clause keeps newer rows.

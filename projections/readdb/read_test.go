@@ -46,25 +46,47 @@ func TestByKeysReadsEveryChunk(t *testing.T) {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE t (key TEXT PRIMARY KEY)`); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range present {
+		// Keys that JSON escapes travel in the bound array unchanged.
+		stored := append([]string{`quote"back\slash`, "tab\tnew\nline", "ctl\x01", "åäö €"}, present...)
+		for _, k := range stored {
 			if _, err := db.ExecContext(ctx, `INSERT INTO t (key) VALUES (?)`, k); err != nil {
 				t.Fatal(err)
 			}
 		}
+		stmt, err := db.PrepareContext(ctx, `SELECT key FROM t WHERE key `+readdb.SQLiteInKeys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stmt.Close()
 		// The present keys go last, so they fall into the last chunk.
 		keys := absentKeys(readdb.SQLiteMaxIn)
 		keys = append(keys, present...)
 		var got []string
-		if err := readdb.SQLiteByKeys(ctx, db, "t", scanKey, func(k string) { got = append(got, k) },
-			`SELECT key FROM t WHERE key IN`, keys); err != nil {
+		if err := readdb.SQLiteByKeys(ctx, stmt, "t", scanKey, func(k string) { got = append(got, k) }, keys); err != nil {
 			t.Fatal(err)
 		}
 		sort.Strings(got)
 		if !reflect.DeepEqual(got, present) {
 			t.Fatalf("SQLiteByKeys = %v, want %v", got, present)
 		}
+		// Every stored key, a key twice, an absent one and none at all.
+		all, err := readdb.SQLiteMapByKeys(ctx, stmt, "t", scanKey, func(k string) string { return k }, append(stored, "a", "absent"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(stored) {
+			t.Fatalf("SQLiteMapByKeys(every stored key) = %d rows %v, want %d", len(all), all, len(stored))
+		}
+		for _, k := range stored {
+			if all[k] != k {
+				t.Fatalf("SQLiteMapByKeys misses %q: %v", k, all)
+			}
+		}
+		if none, err := readdb.SQLiteMapByKeys(ctx, stmt, "t", scanKey, func(k string) string { return k }, nil); err != nil || len(none) != 0 {
+			t.Fatalf("SQLiteMapByKeys(no keys) = %v, %v", none, err)
+		}
 		bad := errors.New("bad row")
-		err := readdb.SQLiteEach(ctx, db, "t", func(readdb.Rows) (string, error) { return "", bad }, func(string) {},
+		err = readdb.SQLiteEach(ctx, db, "t", func(readdb.Rows) (string, error) { return "", bad }, func(string) {},
 			`SELECT key FROM t`)
 		if !errors.Is(err, bad) {
 			t.Fatalf("SQLiteEach returned %v, want the scan's error", err)

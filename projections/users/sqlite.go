@@ -61,6 +61,7 @@ type SQLiteStore struct {
 	db       *sql.DB
 	prepared readdb.Statements
 	get      *sql.Stmt
+	getMany  *sql.Stmt
 	getID    *sql.Stmt
 }
 
@@ -74,6 +75,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
+	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM users WHERE user_uuid `+readdb.SQLiteInKeys)
 	s.getID = s.prepared.Prepare(ctx, db, sqliteGetExternalID)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite users: %w", err)
@@ -86,8 +88,7 @@ func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // GetMany implements Store.
 func (s *SQLiteStore) GetMany(ctx context.Context, ids []string) (map[string]Row, error) {
-	return readdb.SQLiteMapByKeys(ctx, s.db, "users", scanSQLiteRow, func(r Row) string { return r.UserUUID },
-		`SELECT `+sqliteColumns+` FROM users WHERE user_uuid IN`, ids)
+	return readdb.SQLiteMapByKeys(ctx, s.getMany, "users", scanSQLiteRow, func(r Row) string { return r.UserUUID }, ids)
 }
 
 // Upsert implements Store in one transaction; the WHERE clause keeps newer rows.
