@@ -67,6 +67,7 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzParse$$' ./connectors/pdfletter
 	$(FUZZ) -fuzz '^FuzzDecode$$' ./eventschema
 	$(FUZZ) -fuzz '^FuzzFromMessage$$' ./eventschema
+	$(FUZZ) -fuzz '^FuzzToMessage$$' ./eventschema
 	$(FUZZ) -fuzz '^FuzzDecodeFast$$' ./eventschema
 	$(FUZZ) -fuzz '^FuzzUnmarshalSealed$$' ./eventschema
 

@@ -194,8 +194,65 @@ func FuzzFromMessage(f *testing.F) {
 	})
 }
 
-// sameJSON reports whether a and b are the same JSON value (encoding/json escapes <, > and &
-// when it sends a payload on); no text (an absent payload) is null, as it is sent.
+// FuzzToMessage compares ToMessage's encoding of an envelope with json.Marshal's, the reference:
+// both refuse the same envelopes, and what ToMessage writes decodes (with encoding/json) to what
+// json.Marshal's text decodes to, the payload as the same JSON value.
+func FuzzToMessage(f *testing.F) {
+	for i, ex := range storedExamples(f) {
+		if i%4 != 0 {
+			continue
+		}
+		f.Add("0197c0a1-2222-7e5f-8a9b-000000000002", ex.typ, ex.version, "acme", "collection-0197c0a1", uint64(3), uint64(17),
+			int64(1767225600123456789), "c", "", "client:acme", []byte(ex.payload))
+	}
+	f.Add("e<>&\u2028", "t\x00", -1, "a\xff\xfe", "s\"q", uint64(1<<63), uint64(0), int64(-62135596800000000), "", "z", "", []byte(" {\"a\" : [1, 2e5, \"<&>\"] } "))
+	f.Add("e", "t", 1, "a", "s", uint64(1), uint64(1), int64(0), "", "", "", []byte(`{"a":1}{"b":2}`))
+	f.Add("e", "t", 1, "a", "s", uint64(1), uint64(1), int64(0), "", "", "", []byte(`{"a":1,"a":2,"s":"\xff"}`))
+	f.Add("e", "t", 1, "a", "s", uint64(1), uint64(1), int64(0), "", "", "", []byte(nil))
+	f.Add("e", "t", 1, "a", "s", uint64(1), uint64(1), int64(0), "", "", "", []byte(`nul`))
+	f.Fuzz(func(t *testing.T, id, typ string, version int, tenant, stream string, revision, position uint64, at int64,
+		correlation, causation, actor string, payload []byte) {
+		if len(payload) > fuzzMaxPayload {
+			return
+		}
+		// Years beyond 9999 too (time.Unix of the nanoseconds reaches only 1678–2262).
+		occurred := time.Unix(at/1000, at%1000*1e6).UTC()
+		if at%7 == 0 {
+			occurred = occurred.In(time.FixedZone("", int(at%50_000)))
+		}
+		e := eventschema.Envelope{EventID: id, Type: typ, SchemaVersion: version, Tenant: tenant, Stream: stream,
+			Revision: revision, Position: position, OccurredAt: occurred, CorrelationID: correlation,
+			CausationID: causation, Actor: actor, Payload: payload}
+		ref, refErr := json.Marshal(e)
+		msg, err := eventschema.ToMessage(e)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("ToMessage(%+v): %v; json.Marshal: %v", e, err, refErr)
+		}
+		if err != nil {
+			return
+		}
+		var got, want eventschema.Envelope
+		if err := json.Unmarshal(msg.Value, &got); err != nil {
+			t.Fatalf("ToMessage wrote %q, which encoding/json does not decode: %v", msg.Value, err)
+		}
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatalf("json.Marshal wrote %q, which it does not decode: %v", ref, err)
+		}
+		if !sameJSON(got.Payload, want.Payload) {
+			t.Fatalf("payload %q came out as %q, json.Marshal's as %q", payload, got.Payload, want.Payload)
+		}
+		if !got.OccurredAt.Equal(want.OccurredAt) || got.OccurredAt.Format(time.RFC3339Nano) != want.OccurredAt.Format(time.RFC3339Nano) {
+			t.Fatalf("occurredAt %v came out as %v, json.Marshal's as %v", occurred, got.OccurredAt, want.OccurredAt)
+		}
+		got.Payload, want.Payload, got.OccurredAt, want.OccurredAt = nil, nil, time.Time{}, time.Time{}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("ToMessage wrote %q, decoding to %+v; json.Marshal wrote %q, decoding to %+v", msg.Value, got, ref, want)
+		}
+	})
+}
+
+// sameJSON reports whether a and b are the same JSON value (a payload may travel with other
+// whitespace and escapes than it came with); no text (an absent payload) is null, as it is sent.
 func sameJSON(a, b []byte) bool {
 	decode := func(raw []byte) (any, error) {
 		if len(raw) == 0 {
