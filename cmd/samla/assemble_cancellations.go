@@ -96,11 +96,8 @@ func (s *Service) startCancellationWorker(ctx context.Context, workerID string) 
 		Erasures: keystore.Erasures{Keys: s.keys}, CallbackURL: s.callbackURL, Metrics: s.metrics, Logger: s.log,
 		StaleClaimAfter: s.cfg.StaleClaimAfter, MaxSessions: s.cfg.MaxSessions,
 		// The signature deadline is recorded in the cancellation's events, so a restarted or
-		// another worker enforces it; pending signatures are read at the provider by the sweep.
+		// another worker enforces it; pending signatures are read at the provider every poll.
 		SweepInterval: s.cfg.SigningPoll, SigningTimeout: s.cfg.SigningTimeout,
-		// Pending cancellations stay open for weeks: a page of provider reads each poll (every
-		// page at start) rather than a read of every open cancellation every poll.
-		SweepLimit: worker.DefaultSweepLimit,
 	})
 	consume := s.consume(CancellationConnectorGroupID, []string{eventschema.Topic("cancellation")})
 	s.runRole(ctx, "cancellation connector consumer", func(ctx context.Context) error {

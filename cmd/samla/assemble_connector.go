@@ -84,9 +84,6 @@ func (s *Service) startConnector(ctx context.Context) error {
 		Bank: companies, Active: consents.NewReader(s.models.Consents, s.keys), Erasures: keystore.Erasures{Keys: s.keys},
 		Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter, MaxSessions: s.cfg.MaxSessions,
 		SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
-		// Authorized consents stay non-final for months: a page a sweep (all of them at start)
-		// rather than every one of them every SweepInterval.
-		SweepLimit: worker.DefaultSweepLimit,
 		// The authorization deadline and the expiry are recorded in the consent's events, so a
 		// restarted or another worker enforces them.
 		EIDOrderTimeout: s.cfg.EIDOrderTimeout, Validity: s.cfg.ConsentValidity,

@@ -47,7 +47,7 @@ const DefaultSigningTimeout = 30 * 24 * time.Hour
 
 // DefaultSigningPollInterval is how often the sweep reads a page of the open cancellations at
 // their provider when no callback came: a lost callback delays a signature by a round of pages
-// at most (ceil(open/SweepLimit) intervals; one interval without a SweepLimit).
+// at most (ceil(open/SweepLimit)+1 intervals; one interval without a SweepLimit).
 const DefaultSigningPollInterval = 30 * time.Second
 
 // CancellationRepository is the part of the command repository the cancellation worker needs;
@@ -103,7 +103,7 @@ type CancellationConfig struct {
 	// SweepLimit caps the cancellations one sweep lists; 0 lists them all at every sweep, each
 	// read at the provider every SweepInterval. Capped, a sweep lists a page, after the page of
 	// the sweep before, so that the pending ones, open for weeks and listed oldest first, do not
-	// hide a newer one behind them; each is then read within ceil(open/SweepLimit) sweeps (Run's
+	// hide a newer one behind them; each is then read within ceil(open/SweepLimit)+1 sweeps (Run's
 	// first sweep reads every page).
 	SweepLimit int
 	// SigningTimeout is how long the holder has to sign (DefaultSigningTimeout).

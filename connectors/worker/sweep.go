@@ -18,11 +18,12 @@ type nonFinalPages func(ctx context.Context, afterCreatedAt time.Time, afterID s
 // sweep showed the same ones for as long as they stayed open (thousands waiting minutes for a
 // contact form), and a newer id that needs the sweep (its worker restarted or died, its client's
 // queue was full) waited until they had all ended; paged, every id is offered within
-// ceil(open/limit) sweeps, and a sweep's work stays bounded by the limit. A page shorter than
+// ceil(open/limit)+1 sweeps, and a sweep's work stays bounded by the limit. A page shorter than
 // the limit ends the round: the cursor wraps, and the next sweep starts again at the oldest.
 //
-// The first sweep (Run's start, e.g. a restarted worker's) reads a whole round, a page at a
-// time, so that a restart re-arms every open session at once rather than a page per interval.
+// The first sweeps (Run's start, e.g. a restarted worker's) read a whole round, a page at a
+// time, so that a restart re-arms every open session at once rather than a page per interval;
+// a start round cut short (a failed listing, a page not taken) goes on at the next sweep.
 //
 // Only the sweep loop (runSweeps) uses a cursor: it needs no lock.
 type sweepCursor struct {
@@ -42,24 +43,27 @@ type sweepCursor struct {
 	begun          bool
 }
 
-// sweep is one sweep: the whole round at the first, one page at every later one.
+// sweep is one sweep: the whole round until a first round has been completed, one page at
+// every later one.
 func (c *sweepCursor) sweep(ctx context.Context) {
 	if c.begun {
 		c.page(ctx)
 		return
 	}
-	c.begun = true
 	offered := 0
 	for ctx.Err() == nil {
 		n, wrapped, ok := c.page(ctx)
 		offered += n
 		if wrapped {
+			c.begun = true
 			c.log.Info("start sweep offered every open one of the "+c.what, c.what, offered)
 			return
 		}
 		if !ok {
-			// The later sweeps go on from here, a page each.
-			c.log.Info("start sweep stopped before the end of the "+c.what, c.what, offered)
+			// A listing that failed or a page not taken: the next sweep goes on with the
+			// round from here, so that a read model unreachable for a moment at start does
+			// not leave the rest of the round to a page per interval.
+			c.log.Info("start sweep stopped before the end of the "+c.what+"; the next sweep goes on with it", c.what, offered)
 			return
 		}
 	}

@@ -170,8 +170,9 @@ func TestSweepCursorStartReadsTheWholeRound(t *testing.T) {
 }
 
 // TestSweepCursorOffersAPageNotTakenAgain: a page the worker did not take in full (a full client
-// queue) stops the start's round there and is offered again by the next sweep, rather than
-// passed over for a whole round; a failed listing keeps the position too.
+// queue) stops the start's round there; the next sweep offers it again and goes on with the
+// round, rather than pass over it for a whole round. After the round, a failed listing keeps
+// the position too.
 func TestSweepCursorOffersAPageNotTakenAgain(t *testing.T) {
 	a := newFakeActive(10)
 	o := &offers{refuse: func(page []string) bool { return page[0] == "c-03" }}
@@ -181,14 +182,36 @@ func TestSweepCursorOffersAPageNotTakenAgain(t *testing.T) {
 		t.Fatalf("start sweep offered %v in %d calls, want the first page then a stop", got, a.callCount())
 	}
 	c.sweep(context.Background())
-	if got := o.pages[1]; !slices.Equal(got, ids(3, 6)) {
-		t.Fatalf("next sweep offered %v, want the refused page %v again", got, ids(3, 6))
+	if want := [][]string{ids(0, 3), ids(3, 6), ids(6, 9), ids(9, 10)}; !slices.EqualFunc(o.pages, want, slices.Equal) {
+		t.Fatalf("next sweep: pages %v, want the refused page again and the rest of the round %v", o.pages, want)
 	}
+	c.sweep(context.Background()) // a page a sweep now: the oldest
 	a.fail = errors.New("read model down")
 	c.sweep(context.Background())
 	c.sweep(context.Background())
-	if got := o.pages[2]; !slices.Equal(got, ids(6, 9)) {
-		t.Fatalf("after a failed listing: %v, want %v", got, ids(6, 9))
+	if got := o.pages[5]; !slices.Equal(got, ids(3, 6)) || len(o.pages) != 6 {
+		t.Fatalf("after a failed listing: pages %v, want %v last", o.pages, ids(3, 6))
+	}
+}
+
+// TestSweepCursorStartRoundSurvivesAFailedListing: a read model that cannot be read at start
+// (or halfway through the start's round) does not leave the round to a page per interval: the
+// next sweep reads every page from where the round stopped.
+func TestSweepCursorStartRoundSurvivesAFailedListing(t *testing.T) {
+	a, o := newFakeActive(10), &offers{}
+	a.fail = errors.New("read model not up yet")
+	c := newCursor(a, o, 3)
+	c.sweep(context.Background())
+	if len(o.pages) != 0 {
+		t.Fatalf("a failed start listing offered %v", o.pages)
+	}
+	c.sweep(context.Background())
+	if got := o.flat(); !slices.Equal(got, ids(0, 10)) {
+		t.Fatalf("the sweep after a failed start offered %v, want every id", got)
+	}
+	c.sweep(context.Background())
+	if got := o.pages[len(o.pages)-1]; len(o.pages) != 5 || !slices.Equal(got, ids(0, 3)) {
+		t.Fatalf("after the round: pages %v, want one page, the oldest", o.pages)
 	}
 }
 

@@ -115,8 +115,9 @@ type Config struct {
 	// SweepInterval is the period of the non-final sweep.
 	SweepInterval time.Duration
 	// SweepLimit caps the collections one sweep looks at: a page of the non-final ones, each
-	// sweep after the page before, so that every one is looked at within ceil(open/SweepLimit)
-	// sweeps (Run's first sweep reads every page).
+	// sweep after the page before, so that every one is looked at within ceil(open/SweepLimit)+1
+	// sweeps (the round ends at a page shorter than the limit; Run's first sweep reads every
+	// page). At most ClientQueueLimit.
 	SweepLimit int
 	// MaxSessionDuration ends a collection that has not finished this long after it started.
 	// It is measured from the collection.started event, so it holds across
@@ -194,6 +195,9 @@ func New(cfg Config) *Worker {
 	if cfg.ClientQueueLimit <= 0 {
 		cfg.ClientQueueLimit = DefaultClientQueueLimit
 	}
+	// The sweep's sessions queue as one client's: a page larger than its queue could never be
+	// taken in full, and the sweep would offer it again for good.
+	cfg.SweepLimit = min(cfg.SweepLimit, cfg.ClientQueueLimit)
 	def(&cfg.InputPollInterval, cfg.PollInterval)
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.WorkerID)}
 	var observe func(active, queued, parked int)
