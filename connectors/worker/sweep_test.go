@@ -328,3 +328,12 @@ func TestSweepKeepsTheClientQueueLimit(t *testing.T) {
 		t.Fatalf("the sweep after a refusal listed after %q, want after c-02 (page two again)", got)
 	}
 }
+
+// TestSweepLimitIsAtMostTheQueueLimit: the sweep's ids queue as one client's, so a page larger
+// than that queue could never be taken in full; New caps the page at it.
+func TestSweepLimitIsAtMostTheQueueLimit(t *testing.T) {
+	w := sweepWorker(t, newFakeActive(1), Config{SweepLimit: 50, ClientQueueLimit: 10})
+	if w.cfg.SweepLimit != 10 || w.sweeper.limit != 10 {
+		t.Fatalf("SweepLimit %d (cursor %d) beside ClientQueueLimit 10, want 10", w.cfg.SweepLimit, w.sweeper.limit)
+	}
+}
