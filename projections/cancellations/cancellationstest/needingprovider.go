@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/projections/cancellations"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
 // The contract of the cancellations that still need the signing provider, oldest first, paged
@@ -61,32 +62,9 @@ func listNeedingProvider(t *testing.T, s cancellations.Store, after *cancellatio
 // once, in order, for every page size.
 func testListNeedingProviderPages(t *testing.T, s cancellations.Store) {
 	want := needingProviderRows(t, s)
-	for limit := 1; limit <= len(want)+1; limit++ {
-		var (
-			got   []string
-			after *cancellations.Position
-		)
-		for pages := 0; ; pages++ {
-			if pages > len(want)+1 {
-				t.Fatalf("limit %d: no short page after %d pages (%v)", limit, pages, got)
-			}
-			page, last := listNeedingProvider(t, s, after, limit)
-			if len(page) > limit {
-				t.Fatalf("limit %d: a page of %d", limit, len(page))
-			}
-			got = append(got, page...)
-			if len(page) < limit {
-				break
-			}
-			after = last
-		}
-		assertIDs(t, got, want...)
-	}
-	// No position is the oldest; limit <= 0 is every one.
-	page, _ := listNeedingProvider(t, s, nil, 1)
-	assertIDs(t, page, want[0])
-	page, _ = listNeedingProvider(t, s, nil, 0)
-	assertIDs(t, page, want...)
+	readdbtest.CheckPagedRound(t, want, func(after *cancellations.Position, limit int) ([]string, *cancellations.Position) {
+		return listNeedingProvider(t, s, after, limit)
+	})
 }
 
 func testListNeedingProviderAfterAPosition(t *testing.T, s cancellations.Store) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/projections/collectionstatus"
+	"github.com/samla/samla/projections/readdb/readdbtest"
 )
 
 // The contract of the non-final collections, oldest first, paged by position: the connectors'
@@ -59,33 +60,9 @@ func listNonFinal(t *testing.T, s collectionstatus.Store, after *collectionstatu
 
 func testListNonFinalPages(t *testing.T, s collectionstatus.Store) {
 	want := nonFinalRows(t, s)
-	for limit := 1; limit <= len(want)+1; limit++ {
-		// From no position to the first short page, as the sweep reads a round.
-		var (
-			got   []string
-			after *collectionstatus.NonFinalPosition
-		)
-		for pages := 0; ; pages++ {
-			if pages > len(want)+1 {
-				t.Fatalf("limit %d: no short page after %d pages (%v)", limit, pages, got)
-			}
-			page, last := listNonFinal(t, s, after, limit)
-			if len(page) > limit {
-				t.Fatalf("limit %d: a page of %d", limit, len(page))
-			}
-			got = append(got, page...)
-			if len(page) < limit {
-				break
-			}
-			after = last
-		}
-		assertIDs(t, got, want...)
-	}
-	// No position is the oldest; limit <= 0 is every one.
-	page, _ := listNonFinal(t, s, nil, 1)
-	assertIDs(t, page, want[0])
-	page, _ = listNonFinal(t, s, nil, 0)
-	assertIDs(t, page, want...)
+	readdbtest.CheckPagedRound(t, want, func(after *collectionstatus.NonFinalPosition, limit int) ([]string, *collectionstatus.NonFinalPosition) {
+		return listNonFinal(t, s, after, limit)
+	})
 }
 
 func testListNonFinalAfterAPosition(t *testing.T, s collectionstatus.Store) {

@@ -832,31 +832,9 @@ func listNonFinal(t *testing.T, s consents.Store, after *consents.NonFinalPositi
 // sweep reads a round, meets every non-final consent exactly once, in order.
 func testListNonFinalPages(t *testing.T, s consents.Store) {
 	want := nonFinalRows(t, s)
-	for limit := 1; limit <= len(want)+1; limit++ {
-		var (
-			got   []string
-			after *consents.NonFinalPosition
-		)
-		for pages := 0; ; pages++ {
-			if pages > len(want)+1 {
-				t.Fatalf("limit %d: no short page after %d pages (%v)", limit, pages, got)
-			}
-			page, last := listNonFinal(t, s, after, limit)
-			if len(page) > limit {
-				t.Fatalf("limit %d: a page of %d", limit, len(page))
-			}
-			got = append(got, page...)
-			if len(page) < limit {
-				break
-			}
-			after = last
-		}
-		assertIDs(t, got, want...)
-	}
-	page, _ := listNonFinal(t, s, nil, 1)
-	assertIDs(t, page, want[0])
-	page, _ = listNonFinal(t, s, nil, 0)
-	assertIDs(t, page, want...)
+	readdbtest.CheckPagedRound(t, want, func(after *consents.NonFinalPosition, limit int) ([]string, *consents.NonFinalPosition) {
+		return listNonFinal(t, s, after, limit)
+	})
 }
 
 func testListNonFinalAfterAPosition(t *testing.T, s consents.Store) {
