@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 )
@@ -27,5 +28,30 @@ func TestReturnIdleMemoryReleasesTheFreeHeap(t *testing.T) {
 	returnIdleMemory()
 	if f := free(); f > idleHeapLimit {
 		t.Fatalf("%d bytes of free heap kept after the check, want at most %d", f, idleHeapLimit)
+	}
+}
+
+// An idle service's garbage is collected without waiting for the heap to double: a check that
+// finds more than idleHeapLimit of dead objects since the last collection collects them.
+func TestReturnIdleMemoryCollectsIdleGarbage(t *testing.T) {
+	read := func() (objects, live uint64) {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64(), s[1].Value.Uint64()
+	}
+	runtime.GC()
+	// No collection of its own while the garbage piles up, as with GOGC's goal far away.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var sink []byte
+	for range 4 * idleHeapLimit / 1024 {
+		sink = make([]byte, 1024) // dead as soon as the next one is made
+	}
+	runtime.KeepAlive(sink)
+	if objects, live := read(); objects <= live+idleHeapLimit {
+		t.Skipf("only %d bytes of objects beside %d live: the garbage did not pile up", objects, live)
+	}
+	returnIdleMemory()
+	if objects, live := read(); objects > live+idleHeapLimit {
+		t.Fatalf("%d bytes of objects kept beside %d live after the check, want at most %d more", objects, live, idleHeapLimit)
 	}
 }
