@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,15 +28,36 @@ import (
 // two-factor code).
 const sandboxUserDelay = time.Second
 
+// embeddedSandboxConns bounds the connections to the sandbox that runs in this process. Its
+// companies answer within SAMLA_SANDBOX_LATENCY_MS (20 ms), so a few dozen connections carry
+// any rate the process's CPUs can serve; the connector's slots (--max-sessions, 512) are not a
+// reason for more. Unbounded, a POST load had ~480 of them open at once: each a client read
+// and write loop, a server goroutine and four 4 KiB buffers on the same heap (~2,500
+// goroutines, 34 MB of stacks at the peak), and, with 32 kept idle, a churn of new ones. Steps
+// beyond the bound wait for a connection inside their request's timeout, as they waited for
+// the CPU before.
+const embeddedSandboxConns = 64
+
+// embeddedSandboxClient is the company adapter's HTTP client for the sandbox in this process:
+// at most embeddedSandboxConns connections, all of them kept between requests.
+func embeddedSandboxClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxConnsPerHost = embeddedSandboxConns
+	t.MaxIdleConnsPerHost = embeddedSandboxConns
+	return &http.Client{Transport: t}
+}
+
 func (s *Service) startConnector(ctx context.Context) error {
 	workerID, err := s.workerID()
 	if err != nil {
 		return err
 	}
 	baseURL := func(string) string { return "" }
+	var httpClient *http.Client // the adapter's own for companies elsewhere
 	switch {
 	case s.sandbox != nil:
 		baseURL = s.sandbox.BaseURL
+		httpClient = embeddedSandboxClient()
 	case s.cfg.CompaniesURL != "":
 		// A standalone `samla sandbox` (or anything serving its API) elsewhere.
 		root := strings.TrimRight(s.cfg.CompaniesURL, "/")
@@ -46,7 +68,7 @@ func (s *Service) startConnector(ctx context.Context) error {
 			return root + "/sandbox/companies/" + companyID // catalog ids are URL-safe slugs
 		}
 	}
-	companies, err := company.New(company.Config{BaseURL: baseURL, Metrics: s.metrics, Logger: s.log})
+	companies, err := company.New(company.Config{BaseURL: baseURL, HTTPClient: httpClient, Metrics: s.metrics, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("company adapter: %w", err)
 	}

@@ -29,6 +29,8 @@ type keyStore struct {
 	// lost apart from it.
 	count func(context.Context) (live, erased int, err error)
 	where string // the key store's file, for errors
+	// cache is the cache in front of the store (Keys), swept by the process.
+	cache *keystore.Cache
 }
 
 // ErrKeyStoreLost is a key store that holds no key beside an event store that holds personal
@@ -88,8 +90,8 @@ func openKeys(cfg *Config) (*keyStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the key store: %w", err)
 	}
-	return &keyStore{Keys: keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize), close: s.Close,
-		count: s.Count, where: path}, nil
+	cache := keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize)
+	return &keyStore{Keys: cache, cache: cache, close: s.Close, count: s.Count, where: path}, nil
 }
 
 // openESDBKeys opens the key store on the event store's EventStoreDB: one stream per subject,
@@ -99,5 +101,6 @@ func openESDBKeys(cfg *Config) (*keyStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keyStore{Keys: keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize), close: s.Close}, nil
+	cache := keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize)
+	return &keyStore{Keys: cache, cache: cache, close: s.Close}, nil
 }

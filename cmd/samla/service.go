@@ -25,6 +25,7 @@ import (
 	domaincompany "github.com/samla/samla/domain/company"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/kafka"
+	"github.com/samla/samla/platform/keystore"
 	"github.com/samla/samla/platform/metrics"
 	"github.com/samla/samla/projections"
 	"github.com/samla/samla/projections/collectionstatus"
@@ -181,7 +182,12 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		s.startProjections(roleCtx)
 	}
 	s.startStatusView(roleCtx)
-	s.runRole(roleCtx, "memory", every(idleHeapCheck, returnIdleMemory))
+	s.runRole(roleCtx, "memory", every(idleHeapCheck, (&memoryReturner{}).check))
+	if c, ok := s.keys.(*keyStore); ok && c.cache != nil {
+		// Keys past their TTL would be read from the store again anyway; an idle process
+		// would otherwise keep a burst's keys until new subjects push them out.
+		s.runRole(roleCtx, "key cache sweep", every(keystore.DefaultCacheTTL, c.cache.Sweep))
+	}
 	if roles.Connect {
 		if err := s.startConnector(roleCtx); err != nil {
 			return nil, err

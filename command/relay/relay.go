@@ -252,6 +252,7 @@ func (r *Relay) follow(ctx context.Context, w, cw Writer, acked uint64) (uint64,
 		setGauge(r.cfg.Metrics.Checkpoint, float64(acked))
 		r.log.Debug("batch published", "events", len(batch), "checkpoint", acked,
 			"publish", published.Sub(start), "checkpointWrite", time.Since(published))
+		b.release()
 	}
 }
 
@@ -349,6 +350,15 @@ func (b *batcher) next(ctx context.Context) ([]eventschema.Envelope, []kafkago.M
 		}
 	}
 	return b.batch, b.msgs, nil
+}
+
+// release drops the published batch's events and messages. The slices are reused for the
+// next batch, but until it comes their elements would keep the last batch's payloads and
+// encoded values alive while the relay is idle.
+func (b *batcher) release() {
+	clear(b.batch)
+	clear(b.msgs)
+	b.batch, b.msgs, b.size = b.batch[:0], b.msgs[:0], 0
 }
 
 // add appends e to the batch unless that would pass MaxBatchBytes (a first event always

@@ -569,3 +569,29 @@ func BenchmarkRelayCatchUp(b *testing.B) {
 	cancel()
 	<-done
 }
+
+// TestBatcherReleaseForgetsThePublishedBatch: an idle relay keeps no published event alive in
+// the slices it reuses for the next batch.
+func TestBatcherReleaseForgetsThePublishedBatch(t *testing.T) {
+	t.Parallel()
+	b := &batcher{r: New(Config{Logger: testLogger()}), queue: make(chan eventschema.Envelope, 8), ended: make(chan struct{})}
+	for pos := uint64(1); pos <= 5; pos++ {
+		b.queue <- eventschema.Envelope{EventID: fmt.Sprint(pos), Type: "collection.status-changed", Stream: "collection-1",
+			Position: pos, Payload: json.RawMessage(`{"personal":"x"}`)}
+	}
+	batch, msgs, err := b.next(context.Background())
+	if err != nil || len(batch) != 5 || len(msgs) != 5 {
+		t.Fatalf("next: %d events, %d messages, %v; want 5, 5, nil", len(batch), len(msgs), err)
+	}
+	b.release()
+	for i, e := range b.batch[:cap(b.batch)] {
+		if e.EventID != "" || e.Payload != nil {
+			t.Fatalf("event %d still held after release: %+v", i, e)
+		}
+	}
+	for i, m := range b.msgs[:cap(b.msgs)] {
+		if m.Value != nil || m.Key != nil || m.Headers != nil {
+			t.Fatalf("message %d still held after release", i)
+		}
+	}
+}

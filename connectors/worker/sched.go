@@ -33,7 +33,9 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	entries map[string]*schedEntry // every id with a session here: queued, active or parked
-	clients map[string]*clientQueue
+	// peakEntries is the most entries held since the map was last made anew (forget).
+	peakEntries int
+	clients     map[string]*clientQueue
 	// ring are the clients with queued steps, in the order they are served.
 	ring    []*clientQueue
 	active  int
@@ -127,6 +129,7 @@ func (s *scheduler) submit(id, client string, first func(context.Context) stepRe
 	}
 	e := &schedEntry{id: id, client: client, step: first, fresh: true}
 	s.entries[id] = e
+	s.peakEntries = max(s.peakEntries, len(s.entries))
 	q.fresh++
 	s.enqueue(q, e)
 	s.dispatch()
@@ -181,6 +184,26 @@ func (s *scheduler) client(client string) *clientQueue {
 
 // dropIfIdle forgets a client with nothing queued and nothing running, so that the clients map
 // holds only clients with work here; mu is held.
+// shrinkEntriesFrom is the peak below which the entries map is never made anew: small maps
+// cost nothing worth a copy.
+const shrinkEntriesFrom = 1024
+
+// forget drops the session of id, and makes the entries map anew once it holds a quarter of its
+// peak: a Go map keeps the room of its largest size, so a burst's backlog (thousands of queued
+// sessions) left a map of that size behind for good. The copy takes what is left, at most a
+// quarter of the deletions since the last one.
+func (s *scheduler) forget(id string) {
+	delete(s.entries, id)
+	if s.peakEntries < shrinkEntriesFrom || len(s.entries) > s.peakEntries/4 {
+		return
+	}
+	fresh := make(map[string]*schedEntry, len(s.entries))
+	for id, e := range s.entries {
+		fresh[id] = e
+	}
+	s.entries, s.peakEntries = fresh, len(fresh)
+}
+
 func (s *scheduler) dropIfIdle(q *clientQueue) {
 	if q.len() == 0 && q.active == 0 && !q.inRing {
 		delete(s.clients, q.client)
@@ -251,7 +274,7 @@ func (s *scheduler) run(q *clientQueue, e *schedEntry) {
 	q.active--
 	switch {
 	case !r.park || s.stopped:
-		delete(s.entries, e.id)
+		s.forget(e.id)
 		s.dropIfIdle(q)
 	default:
 		if r.client != "" && r.client != e.client {

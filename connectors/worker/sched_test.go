@@ -294,3 +294,43 @@ func TestSchedulerDoesNotCapUnknownClients(t *testing.T) {
 		t.Fatalf("active %d, queued %d; want the 5 unknown and acme's 2 running, acme's other 3 queued", active, queued)
 	}
 }
+
+// TestSchedulerMakesItsEntriesAnewAfterABacklog: once a backlog of thousands of sessions has
+// run, the entries map is made anew at a quarter of its peak, and the sessions still there go
+// on.
+func TestSchedulerMakesItsEntriesAnewAfterABacklog(t *testing.T) {
+	s := newScheduler(1, 0, 0, nil)
+	defer s.stop()
+	tr := &trace{}
+	release := make(chan struct{})
+	if _, err := s.submit("hold", "a", blocking(tr, "hold", release)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "hold to run", func() bool { return len(tr.get()) == 1 })
+	const backlog = 4 * shrinkEntriesFrom
+	for i := range backlog {
+		id := fmt.Sprintf("s%d", i)
+		if _, err := s.submit(id, "a", done(tr, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	peak := s.peakEntries
+	s.mu.Unlock()
+	if peak != backlog+1 {
+		t.Fatalf("peak %d, want %d", peak, backlog+1)
+	}
+	close(release)
+	waitFor(t, "the backlog", func() bool { return len(tr.get()) == backlog+1 })
+	s.mu.Lock()
+	left, peak := len(s.entries), s.peakEntries
+	s.mu.Unlock()
+	if left != 0 || peak > backlog/4 {
+		t.Fatalf("%d entries left with a peak of %d, want none and the map made anew (peak at most %d)", left, peak, backlog/4)
+	}
+	// The scheduler goes on as before.
+	if _, err := s.submit("after", "a", done(tr, "after")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "after", func() bool { return slices.Contains(tr.get(), "after") })
+}

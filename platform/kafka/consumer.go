@@ -218,6 +218,10 @@ func (c *consumer) run(ctx context.Context) error {
 		if c.cfg.OnBatch != nil {
 			c.cfg.OnBatch(info)
 		}
+		// msgs is reused for the next batch, but until that one arrives its elements would keep
+		// every message of this batch (values, headers) reachable: for an idle group, the
+		// largest batch it ever had stays alive, pinning the heap spans the burst filled.
+		clear(msgs)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

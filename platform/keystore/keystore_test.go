@@ -3,6 +3,7 @@ package keystore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -107,6 +108,50 @@ func TestCacheBound(t *testing.T) {
 		if _, err := c.Get(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
+	}
+}
+
+// TestCacheSweep: a sweep forgets the keys past their TTL and keeps the fresh ones and the
+// erasures, which still answer as before.
+func TestCacheSweep(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingKeys{Keys: keystore.NewMemory()}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := keystore.NewCache(inner, 30*time.Second, 0, keystore.WithCacheClock(func() time.Time { return now }))
+	for i := range 100 {
+		if _, err := c.GetOrCreate(ctx, fmt.Sprintf("collection-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Destroy(ctx, "user-erased"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(20 * time.Second)
+	fresh, err := c.GetOrCreate(ctx, "user-fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Sweep()
+	if n := c.Len(); n != 102 {
+		t.Fatalf("a sweep within the TTL left %d subjects, want all 102", n)
+	}
+	now = now.Add(10 * time.Second) // the first 100 are 30 s old, user-fresh 10 s
+	c.Sweep()
+	if n := c.Len(); n != 2 {
+		t.Fatalf("a sweep past the TTL left %d subjects, want user-fresh and the erasure", n)
+	}
+	if got, err := c.Get(ctx, "user-fresh"); err != nil || got.ID() != fresh.ID() {
+		t.Fatalf("user-fresh after the sweep: %v, %v", got, err)
+	}
+	if _, err := c.Get(ctx, "user-erased"); !errors.Is(err, eventschema.ErrSubjectErased) {
+		t.Fatalf("the erasure after the sweep: %v", err)
+	}
+	if inner.gets != 0 {
+		t.Fatalf("%d gets reached the store; the cache should have answered what it kept", inner.gets)
+	}
+	// A forgotten subject is asked of the store again, and answers the same key.
+	if _, err := c.Get(ctx, "collection-7"); err != nil || inner.gets != 1 {
+		t.Fatalf("a swept subject: %v after %d gets, want its key from the store", err, inner.gets)
 	}
 }
 

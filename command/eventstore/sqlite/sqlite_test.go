@@ -604,3 +604,52 @@ func BenchmarkReadAllCaughtUp(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadStreamBesideAppends is a command's load of an aggregate while others append, as
+// under a POST load: a reader's page cache is discarded whenever another connection has
+// committed since its last read (WAL), so its size matters only within one read.
+func BenchmarkReadStreamBesideAppends(b *testing.B) {
+	s := benchmarkStore(b)
+	ctx := context.Background()
+	streams := make([]string, 2000)
+	for i := range streams {
+		streams[i] = storetest.NewStream("collection")
+		for r := range 5 {
+			e := storetest.NewEvent("bench", map[string]any{"n": r, "pad": strings.Repeat("x", 300)})
+			if _, err := s.Append(ctx, streams[i], eventstore.Any(), []eventschema.Envelope{e}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e := storetest.NewEvent("bench", map[string]any{"n": n})
+			if _, err := s.Append(ctx, storetest.NewStream("collection"), eventstore.NoStream(), []eventschema.Envelope{e}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := s.ReadStream(ctx, streams[i%len(streams)], 0, 100); err != nil {
+				b.Error(err)
+				return
+			}
+			i += 7
+		}
+	})
+	b.StopTimer()
+	close(stop)
+	<-done
+}
