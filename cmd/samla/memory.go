@@ -30,8 +30,10 @@ type memoryReturner struct {
 	sqliteReleased bool
 }
 
-// check returns the free heap and collects the idle garbage (returnIdleMemory) and, the first
-// time it finds the process idle after it was busy, asks SQLite to free its page caches.
+// check, when the process is idle (it allocated less than idleAllocLimit since the last check),
+// returns the free heap and collects the idle garbage (returnIdleMemory) and, the first time it
+// finds the process idle after it was busy, asks SQLite to free its page caches. Under load the
+// runtime collects many times a second, and pages returned would be faulted in again at once.
 //
 // SQLite's caches live outside the Go heap, in modernc's allocator: every connection (the event
 // store's, the key store's, eight read models' of four each) keeps up to its cache_size of
@@ -44,17 +46,20 @@ type memoryReturner struct {
 func (m *memoryReturner) check() {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		allocs := sample[0].Value.Uint64()
-		idle := m.lastAllocs != 0 && allocs-m.lastAllocs < idleAllocLimit
-		m.lastAllocs = allocs
-		switch {
-		case !idle:
-			m.sqliteReleased = false
-		case !m.sqliteReleased:
-			releaseSQLiteMemory()
-			m.sqliteReleased = true
-		}
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		returnIdleMemory() // a runtime without the metric: every check, as if idle
+		return
+	}
+	allocs := sample[0].Value.Uint64()
+	idle := m.lastAllocs != 0 && allocs-m.lastAllocs < idleAllocLimit
+	m.lastAllocs = allocs
+	if !idle {
+		m.sqliteReleased = false
+		return
+	}
+	if !m.sqliteReleased {
+		releaseSQLiteMemory()
+		m.sqliteReleased = true
 	}
 	returnIdleMemory()
 }
@@ -78,8 +83,7 @@ func releaseSQLiteMemory() int {
 // collection. An idle service still allocates a little (fetch polls, timers, metrics), and with
 // GOGC at 100 the next collection waits until the heap has doubled: its garbage, up to the size
 // of the live heap, sat in memory for minutes after a burst, holding spans that would otherwise
-// be free and returned. Under load the runtime collects many times a second anyway, so this
-// adds at most one collection per check.
+// be free and returned. It runs only once the process is idle (memoryReturner.check).
 func returnIdleMemory() {
 	sample := []metrics.Sample{
 		{Name: "/memory/classes/heap/free:bytes"},

@@ -108,8 +108,23 @@ func TestMemoryReturnerReleasesSQLiteOncePerIdleSpell(t *testing.T) {
 		busy = append(busy, make([]byte, 1<<20)) // more than idleAllocLimit between two checks
 	}
 	runtime.KeepAlive(busy)
+	forced := forcedCollections(t)
 	m.check()
 	if m.sqliteReleased {
 		t.Fatal("a busy check left the idle spell's release standing; the next idle spell would not release")
 	}
+	if got := forcedCollections(t); got != forced {
+		t.Fatalf("a busy check forced %d collections: pages returned under load are faulted in again at once", got-forced)
+	}
+}
+
+// forcedCollections is how many collections the process forced so far (debug.FreeOSMemory, runtime.GC).
+func forcedCollections(t *testing.T) uint64 {
+	t.Helper()
+	sample := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		t.Skip("this runtime has no /gc/cycles/forced:gc-cycles")
+	}
+	return sample[0].Value.Uint64()
 }

@@ -92,11 +92,12 @@ const (
 	// slowest persona (contact form and input timeouts of a couple of minutes each).
 	DefaultSessionTTL = 30 * time.Minute
 	// minEIDOrderKeep is how long the provider answers for an order at least (and twice its
-	// timeout if that is longer): a login collects its order's result within seconds of its
-	// end, and a load run's orders must not stay in memory for the sessions' half hour. At two
-	// minutes, the orders of a 30 s POST load's backlog were still 10 of the 23 MB of live heap
-	// three minutes after the load (and pinned the spans they sat in).
-	minEIDOrderKeep = time.Minute
+	// timeout if that is longer), counted from the order's start: a login collects its order's
+	// result within seconds of its end, and a load run's orders must not stay in memory for the
+	// sessions' half hour. It is not shorter: a login polled late (a backlog of thousands of
+	// sessions, a restarted connector) must still find its signed order, which a minute did
+	// not leave time for.
+	minEIDOrderKeep = 2 * time.Minute
 	// DefaultUserDelay is how long the simulated user takes to enter a two-factor code.
 	DefaultUserDelay = 2 * time.Second
 	// DefaultStepDelay is how long a company's own step takes (enrollment check, sign-in).

@@ -182,8 +182,6 @@ func (s *scheduler) client(client string) *clientQueue {
 	return q
 }
 
-// dropIfIdle forgets a client with nothing queued and nothing running, so that the clients map
-// holds only clients with work here; mu is held.
 // shrinkEntriesFrom is the peak below which the entries map is never made anew: small maps
 // cost nothing worth a copy.
 const shrinkEntriesFrom = 1024
@@ -204,6 +202,8 @@ func (s *scheduler) forget(id string) {
 	s.entries, s.peakEntries = fresh, len(fresh)
 }
 
+// dropIfIdle forgets a client with nothing queued and nothing running, so that the clients map
+// holds only clients with work here; mu is held.
 func (s *scheduler) dropIfIdle(q *clientQueue) {
 	if q.len() == 0 && q.active == 0 && !q.inRing {
 		delete(s.clients, q.client)
