@@ -118,9 +118,14 @@ func TestCacheSweep(t *testing.T) {
 	inner := &countingKeys{Keys: keystore.NewMemory()}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := keystore.NewCache(inner, 30*time.Second, 0, keystore.WithCacheClock(func() time.Time { return now }))
+	var seventh eventschema.Key
 	for i := range 100 {
-		if _, err := c.GetOrCreate(ctx, fmt.Sprintf("collection-%d", i)); err != nil {
+		k, err := c.GetOrCreate(ctx, fmt.Sprintf("collection-%d", i))
+		if err != nil {
 			t.Fatal(err)
+		}
+		if i == 7 {
+			seventh = k
 		}
 	}
 	if err := c.Destroy(ctx, "user-erased"); err != nil {
@@ -150,8 +155,8 @@ func TestCacheSweep(t *testing.T) {
 		t.Fatalf("%d gets reached the store; the cache should have answered what it kept", inner.gets)
 	}
 	// A forgotten subject is asked of the store again, and answers the same key.
-	if _, err := c.Get(ctx, "collection-7"); err != nil || inner.gets != 1 {
-		t.Fatalf("a swept subject: %v after %d gets, want its key from the store", err, inner.gets)
+	if got, err := c.Get(ctx, "collection-7"); err != nil || inner.gets != 1 || got.ID() != seventh.ID() {
+		t.Fatalf("a swept subject: key %v, %v after %d gets, want its key %s from the store", got, err, inner.gets, seventh.ID())
 	}
 }
 
