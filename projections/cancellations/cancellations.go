@@ -185,9 +185,5 @@ func positionAfter(after *Position, rowValues bool) (string, []any) {
 	if after == nil {
 		return "", nil
 	}
-	ms := readdb.Millis(after.RequestedAt)
-	if rowValues {
-		return `(requested_at_ms, document_id) > (?, ?)`, []any{ms, after.DocumentID}
-	}
-	return `(requested_at_ms > ? OR (requested_at_ms = ? AND document_id > ?))`, []any{ms, ms, after.DocumentID}
+	return readdb.After("requested_at_ms", "document_id", after.RequestedAt, after.DocumentID, rowValues)
 }

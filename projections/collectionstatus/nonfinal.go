@@ -28,9 +28,5 @@ func nonFinalAfter(after *NonFinalPosition, rowValues bool) (string, []any) {
 	if after == nil {
 		return "", nil
 	}
-	ms := readdb.Millis(after.CreatedAt)
-	if rowValues {
-		return `(created_at_ms, collection_id) > (?, ?)`, []any{ms, after.CollectionID}
-	}
-	return `(created_at_ms > ? OR (created_at_ms = ? AND collection_id > ?))`, []any{ms, ms, after.CollectionID}
+	return readdb.After("created_at_ms", "collection_id", after.CreatedAt, after.CollectionID, rowValues)
 }

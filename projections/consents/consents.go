@@ -167,9 +167,5 @@ func nonFinalAfter(after *NonFinalPosition, rowValues bool) (string, []any) {
 	if after == nil {
 		return "", nil
 	}
-	ms := readdb.Millis(after.CreatedAt)
-	if rowValues {
-		return `(created_at_ms, consent_id) > (?, ?)`, []any{ms, after.ConsentID}
-	}
-	return `(created_at_ms > ? OR (created_at_ms = ? AND consent_id > ?))`, []any{ms, ms, after.ConsentID}
+	return readdb.After("created_at_ms", "consent_id", after.CreatedAt, after.ConsentID, rowValues)
 }

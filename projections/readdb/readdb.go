@@ -191,6 +191,19 @@ func ValidClickHouseIdentifier(name string) error {
 	return nil
 }
 
+// After is the condition of the rows after the position (at, id) in the order of timeCol (a
+// Millis column), then idCol, and its arguments: the keyset of a paged list. rowValues gives
+// SQLite's row value, which its index search over (…, timeCol, idCol) turns into a range;
+// otherwise the expanded form, which every ClickHouse version knows. Paged lists order by
+// columns that never change for a row, so that a page's position holds whatever changed since.
+func After(timeCol, idCol string, at time.Time, id string, rowValues bool) (string, []any) {
+	ms := Millis(at)
+	if rowValues {
+		return `(` + timeCol + `, ` + idCol + `) > (?, ?)`, []any{ms, id}
+	}
+	return `(` + timeCol + ` > ? OR (` + timeCol + ` = ? AND ` + idCol + ` > ?))`, []any{ms, ms, id}
+}
+
 // Millis is the stored form of a time in every read model: milliseconds since the Unix epoch.
 // Events carry ms precision, SQLite has no time type and ClickHouse 18.16 has no DateTime64, so
 // one integer encoding keeps both adapters exact and comparable. The zero time is stored as 0.
