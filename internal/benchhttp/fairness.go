@@ -17,12 +17,12 @@ const fairClientB = "bench-client-b"
 
 // benchFairness measures how client A's collections waiting for a contact form affect client B's
 // new ones: B's -fair-b collections (a persona that completes without input) are timed from POST
-// to COMPLETED on an idle service, then again right after A has created -fair-a collections of
-// the persona that waits in CONTACT_FORM_PENDING (their timeout set beyond the run).
-func benchFairness(ctx context.Context, c config, tmp string) ([]row, error) {
-	what := fmt.Sprintf("one client's %d collections waiting for a contact form (SQLite)", c.fairA)
+// to COMPLETED on an idle service, then again right after A has created waiting collections
+// of the persona that waits in CONTACT_FORM_PENDING (their timeout set beyond the run).
+func benchFairness(ctx context.Context, c config, tmp string, waiting int) ([]row, error) {
+	what := fmt.Sprintf("one client's %d collections waiting for a contact form (SQLite)", waiting)
 	goal := "goal: no effect on others (≈ 1×)"
-	in, err := startSamla(ctx, c, tmp, "fairness", map[string]string{"SAMLA_CONTACT_FORM_TIMEOUT": c.contactTimeout.String()})
+	in, err := startSamla(ctx, c, tmp, fmt.Sprintf("fairness-%d", waiting), map[string]string{"SAMLA_CONTACT_FORM_TIMEOUT": c.contactTimeout.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +38,8 @@ func benchFairness(ctx context.Context, c config, tmp string) ([]row, error) {
 	if err != nil {
 		return nil, in.p.withLog(err)
 	}
-	c.logf("fairness: client A's %d collections waiting for a contact form", c.fairA)
-	idsA, err := createMany(ctx, in.base, in.key, personaContactForm, c.fairA, 8)
+	c.logf("fairness: client A's %d collections waiting for a contact form", waiting)
+	idsA, err := createMany(ctx, in.base, in.key, personaContactForm, waiting, 8)
 	if err != nil {
 		return nil, in.p.withLog(fmt.Errorf("client A's collections: %w", err))
 	}

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,7 +48,8 @@ type config struct {
 	rebuildTimeout   time.Duration
 	memLoad          time.Duration
 	memSettle        time.Duration
-	fairA, fairB     int
+	fairA            []int // the fairness run's sizes of client A, one run each
+	fairB            int
 	fairTimeout      time.Duration
 	contactTimeout   time.Duration
 	clkTck           int64
@@ -82,7 +84,7 @@ func main() {
 	flag.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "bound on a server becoming ready")
 	flag.DurationVar(&c.finalTimeout, "final-timeout", 120*time.Second, "bound on the N collections becoming final")
 	flag.DurationVar(&c.visibleTimeoutEach, "visible-timeout", 5*time.Second, "bound on one collection becoming visible")
-	flag.BoolVar(&quick, "quick", false, "shorter run (about 2 minutes): -d 3s -post-d 2s -n 100 -visible 100 -mem-load 10s -mem-settle 15s -fair-b 10 -fair-timeout 20s; explicit flags win")
+	flag.BoolVar(&quick, "quick", false, "shorter run (about 2 minutes): -d 3s -post-d 2s -n 100 -visible 100 -mem-load 10s -mem-settle 15s -fair-a 600 -fair-b 10 -fair-timeout 20s; explicit flags win")
 	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: "+strings.Join(skippable, ", "))
 	flag.BoolVar(&c.pprof, "pprof", false, "start samla with SAMLA_PPROF=true (its /debug/pprof/ address is printed)")
 	flag.StringVar(&c.profileDir, "profile-dir", "", "save CPU profiles of the completed-collections phase and the status-poll and POST loads, and heap profiles of the memory run there (implies -pprof)")
@@ -90,7 +92,11 @@ func main() {
 	flag.DurationVar(&c.rebuildTimeout, "rebuild-timeout", 3*time.Minute, "bound on one `samla projections rebuild`")
 	flag.DurationVar(&c.memLoad, "mem-load", 30*time.Second, "duration of the POST load of the memory run")
 	flag.DurationVar(&c.memSettle, "mem-settle", 3*time.Minute, "wait after the memory run's load before its last RSS reading (the issue reads it three minutes later)")
-	flag.IntVar(&c.fairA, "fair-a", 600, "client A's collections waiting for a contact form (fairness)")
+	flag.Func("fair-a", "comma-separated counts of client A's collections waiting for a contact form, a fairness run each (default 600,10000: the issue's row and its 10,000 waiting on one node)", func(v string) error {
+		counts, err := parseCounts(v)
+		c.fairA = counts
+		return err
+	})
 	flag.IntVar(&c.fairB, "fair-b", 20, "client B's new collections timed from POST to COMPLETED, alone and beside A's (fairness)")
 	flag.DurationVar(&c.fairTimeout, "fair-timeout", 60*time.Second, "bound on client B's collections completing, each measurement (fairness)")
 	flag.DurationVar(&c.contactTimeout, "contact-form-timeout", 10*time.Minute, "SAMLA_CONTACT_FORM_TIMEOUT of the fairness run: A's collections must keep waiting throughout")
@@ -103,6 +109,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench-http:", err)
 			os.Exit(2)
 		}
+	}
+	if c.fairA == nil {
+		c.fairA = []int{600, 10_000}
 	}
 	var err error
 	if c.skip, err = parseSkip(skip); err != nil {
@@ -223,14 +232,29 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	if !c.skip["fairness"] {
-		r, err := benchFairness(ctx, c, tmp)
-		rows = append(rows, r...)
-		if err != nil {
-			return fail("fairness", err)
+		for _, waiting := range c.fairA {
+			r, err := benchFairness(ctx, c, tmp, waiting)
+			rows = append(rows, r...)
+			if err != nil {
+				return fail("fairness", err)
+			}
 		}
 	}
 	printTable(c, rows, time.Since(began))
 	return nil
+}
+
+// parseCounts parses a comma-separated list of positive counts.
+func parseCounts(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a comma-separated list of positive counts", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // rowOrder is the order of issue 11's table; printTable sorts the rows by it, the SQLite row of
@@ -249,7 +273,7 @@ func rowRank(what string) int {
 
 func printTable(c config, rows []row, took time.Duration) {
 	fmt.Printf("\nbench-http: %d connections, %s per poll run, %s of POSTs, %d collections polled, %d POSTs timed to visible; "+
-		"memory: %s of POSTs, %s to settle; fairness: %d waiting vs %d new; whole run %s\n\n",
+		"memory: %s of POSTs, %s to settle; fairness: %v waiting vs %d new; whole run %s\n\n",
 		c.conc, c.dur, c.postDur, c.collections, c.visible, c.memLoad, c.memSettle, c.fairA, c.fairB, took.Round(time.Second))
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b row) int { return rowRank(a[0]) - rowRank(b[0]) })

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -229,5 +230,16 @@ func TestFormatCounts(t *testing.T) {
 	got := formatCounts(map[string]int{"LOGIN": 88, "CONTACT_FORM_PENDING": 512, "HTTP 404": 88})
 	if want := "512 CONTACT_FORM_PENDING, 88 HTTP 404, 88 LOGIN"; got != want {
 		t.Fatalf("formatCounts = %q, want %q", got, want)
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	if got, err := parseCounts("600, 10000"); err != nil || !slices.Equal(got, []int{600, 10000}) {
+		t.Fatalf("parseCounts = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "-1", "6,x", "600,"} {
+		if got, err := parseCounts(bad); err == nil {
+			t.Fatalf("parseCounts(%q) = %v, want an error", bad, got)
+		}
 	}
 }
