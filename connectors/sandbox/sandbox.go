@@ -78,8 +78,8 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/sandbox/eidsim"
-	"github.com/samla/samla/connectors/sandbox/internal/shrink"
 	"github.com/samla/samla/connectors/sandbox/signingsim"
+	"github.com/samla/samla/platform/shrink"
 )
 
 // Defaults of SANDBOX.md.

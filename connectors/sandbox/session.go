@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/samla/samla/connectors/sandbox/eidsim"
-	"github.com/samla/samla/connectors/sandbox/internal/shrink"
 	"github.com/samla/samla/domain/company"
 	"github.com/samla/samla/domain/eid"
 	"github.com/samla/samla/domain/personnummer"
+	"github.com/samla/samla/platform/shrink"
 )
 
 // Session states of the companies' login API. They map one to one to what a connector needs to

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/samla/samla/platform/shrink"
 )
 
 // scheduler runs the collection worker's sessions as short steps. A step holds one of at most
@@ -33,9 +35,9 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	entries map[string]*schedEntry // every id with a session here: queued, active or parked
-	// peakEntries is the most entries held since the map was last made anew (forget).
-	peakEntries int
-	clients     map[string]*clientQueue
+	// peak is the most entries held since the map was last made anew (forget).
+	peak    shrink.Peak
+	clients map[string]*clientQueue
 	// ring are the clients with queued steps, in the order they are served.
 	ring    []*clientQueue
 	active  int
@@ -129,7 +131,7 @@ func (s *scheduler) submit(id, client string, first func(context.Context) stepRe
 	}
 	e := &schedEntry{id: id, client: client, step: first, fresh: true}
 	s.entries[id] = e
-	s.peakEntries = max(s.peakEntries, len(s.entries))
+	s.peak.Saw(len(s.entries))
 	q.fresh++
 	s.enqueue(q, e)
 	s.dispatch()
@@ -192,14 +194,11 @@ const shrinkEntriesFrom = 1024
 // quarter of the deletions since the last one.
 func (s *scheduler) forget(id string) {
 	delete(s.entries, id)
-	if s.peakEntries < shrinkEntriesFrom || len(s.entries) > s.peakEntries/4 {
+	if s.peak.Max() < shrinkEntriesFrom || !s.peak.Due(len(s.entries)) {
 		return
 	}
-	fresh := make(map[string]*schedEntry, len(s.entries))
-	for id, e := range s.entries {
-		fresh[id] = e
-	}
-	s.entries, s.peakEntries = fresh, len(fresh)
+	s.entries = shrink.Map(s.entries)
+	s.peak.Reset(len(s.entries))
 }
 
 // dropIfIdle forgets a client with nothing queued and nothing running, so that the clients map

@@ -320,7 +320,7 @@ func TestSchedulerMakesItsEntriesAnewAfterABacklog(t *testing.T) {
 		}
 	}
 	s.mu.Lock()
-	peak := s.peakEntries
+	peak := s.peak.Max()
 	s.mu.Unlock()
 	if peak != backlog+2 {
 		t.Fatalf("peak %d, want %d", peak, backlog+2)
@@ -329,7 +329,7 @@ func TestSchedulerMakesItsEntriesAnewAfterABacklog(t *testing.T) {
 	waitFor(t, "the backlog", func() bool { return len(tr.get()) == backlog+1 })
 	waitFor(t, "the survivor to park", func() bool { return survivor.count() == 1 })
 	s.mu.Lock()
-	left, peak := len(s.entries), s.peakEntries
+	left, peak := len(s.entries), s.peak.Max()
 	s.mu.Unlock()
 	if left != 1 || peak > backlog/4 {
 		t.Fatalf("%d entries left with a peak of %d, want the parked survivor and the map made anew (peak at most %d)", left, peak, backlog/4)

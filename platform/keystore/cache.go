@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/shrink"
 )
 
 const (
@@ -32,7 +33,7 @@ type Cache struct {
 	mu      sync.RWMutex
 	entries map[string]cacheEntry
 	// peak is the most entries held since the map was last made anew (Sweep).
-	peak int
+	peak shrink.Peak
 }
 
 type cacheEntry struct {
@@ -191,7 +192,7 @@ func (c *Cache) remember(subject string, k eventschema.Key, err error) {
 		}
 	}
 	c.entries[subject] = e
-	c.peak = max(c.peak, len(c.entries))
+	c.peak.Saw(len(c.entries))
 }
 
 // Sweep forgets the keys whose TTL is over (a read would go to the store for them anyway;
@@ -209,14 +210,10 @@ func (c *Cache) Sweep() {
 			delete(c.entries, subject)
 		}
 	}
-	if len(c.entries) > c.peak/4 {
-		return
+	if c.peak.Due(len(c.entries)) {
+		c.entries = shrink.Map(c.entries)
+		c.peak.Reset(len(c.entries))
 	}
-	fresh := make(map[string]cacheEntry, len(c.entries))
-	for subject, e := range c.entries {
-		fresh[subject] = e
-	}
-	c.entries, c.peak = fresh, len(fresh)
 }
 
 // Len is the number of subjects the cache holds.

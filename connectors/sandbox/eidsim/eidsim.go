@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/samla/samla/connectors/sandbox/internal/shrink"
 	"github.com/samla/samla/domain/eid"
+	"github.com/samla/samla/platform/shrink"
 )
 
 // Action is what the simulated user does with an order.

@@ -1,4 +1,5 @@
-// Package shrink gives the sandbox's in-memory stores their memory back after a burst.
+// Package shrink gives in-memory maps their memory back after a burst (the sandbox's stores, the
+// connector's scheduler, the key cache).
 package shrink
 
 // Map copies m into a map sized for what it holds now. Go maps keep their buckets after
@@ -24,6 +25,9 @@ func (p *Peak) Due(n int) bool {
 	p.Saw(n)
 	return p.n > 0 && n <= p.n/4
 }
+
+// Max is the most entries seen since the last Reset.
+func (p *Peak) Max() int { return p.n }
 
 // Reset starts tracking again from the store's size n after a shrink.
 func (p *Peak) Reset(n int) { p.n = n }
