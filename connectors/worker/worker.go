@@ -254,14 +254,26 @@ func (w *Worker) HandleBatch(ctx context.Context, batch []eventschema.Envelope) 
 // Resume re-drives collections, e.g. the non-final ones after a restart. A collection that is
 // final, or claimed by another live worker, is left alone by its session at once.
 func (w *Worker) Resume(ctx context.Context, ids []string) error {
+	if _, err := w.resume(ids); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// resume submits the sessions of ids and counts those their queue refused (it was full).
+func (w *Worker) resume(ids []string) (refused int, err error) {
 	for _, id := range ids {
 		// The client is not known before the session's first look; until then the id queues
 		// with the others of unknown client (a sweep's), served in turn like a client.
-		if _, err := w.start(id, "", ""); err != nil {
-			return err
+		accepted, err := w.start(id, "", "")
+		if err != nil {
+			return refused, err
+		}
+		if !accepted {
+			refused++
 		}
 	}
-	return ctx.Err()
+	return refused, nil
 }
 
 // Run sweeps the non-final collections (when Active is set), all of them at start and a page
@@ -312,15 +324,9 @@ func (w *Worker) start(id, client, causation string) (accepted bool, err error) 
 // refused, its client's queue being full, so that the sweep offers the page again rather than
 // pass over it for a whole round, or when the worker stopped.
 func (w *Worker) offerSwept(ctx context.Context, ids []string) bool {
-	refused := 0
-	for _, id := range ids {
-		accepted, err := w.start(id, "", "")
-		if err != nil {
-			return false // stopped: nothing to log
-		}
-		if !accepted {
-			refused++
-		}
+	refused, err := w.resume(ids)
+	if err != nil {
+		return false // stopped: nothing to log
 	}
 	if refused > 0 {
 		w.log.Warn("sweep's queue full; the next sweep offers the page again", "collections", refused)
