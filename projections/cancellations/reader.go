@@ -101,13 +101,7 @@ func (r Reader) ListNeedingProvider(ctx context.Context, afterRequestedAt time.T
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	ids = make([]string, len(rows))
-	for i, row := range rows {
-		ids[i] = row.DocumentID
-	}
-	if len(rows) > 0 {
-		lastRequestedAt = rows[len(rows)-1].RequestedAt
-	}
+	ids, lastRequestedAt = readdb.PageIDs(rows, func(r Row) string { return r.DocumentID }, func(r Row) time.Time { return r.RequestedAt })
 	return ids, lastRequestedAt, nil
 }
 

@@ -149,13 +149,7 @@ func (r Reader) ListNonFinal(ctx context.Context, afterCreatedAt time.Time, afte
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	ids = make([]string, len(rows))
-	for i, row := range rows {
-		ids[i] = row.CollectionID
-	}
-	if len(rows) > 0 {
-		lastCreatedAt = rows[len(rows)-1].CreatedAt
-	}
+	ids, lastCreatedAt = readdb.PageIDs(rows, func(r Row) string { return r.CollectionID }, func(r Row) time.Time { return r.CreatedAt })
 	return ids, lastCreatedAt, nil
 }
 

@@ -204,6 +204,19 @@ func After(timeCol, idCol string, at time.Time, id string, rowValues bool) (stri
 	return `(` + timeCol + ` > ? OR (` + timeCol + ` = ? AND ` + idCol + ` > ?))`, []any{ms, ms, id}
 }
 
+// PageIDs is a page of rows as a paged list's readers answer it: the rows' ids, and the time
+// of the last row (zero for none), which with its id is where the next page starts.
+func PageIDs[R any](rows []R, id func(R) string, at func(R) time.Time) (ids []string, last time.Time) {
+	ids = make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = id(row)
+	}
+	if len(rows) > 0 {
+		last = at(rows[len(rows)-1])
+	}
+	return ids, last
+}
+
 // Millis is the stored form of a time in every read model: milliseconds since the Unix epoch.
 // Events carry ms precision, SQLite has no time type and ClickHouse 18.16 has no DateTime64, so
 // one integer encoding keeps both adapters exact and comparable. The zero time is stored as 0.
