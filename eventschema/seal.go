@@ -296,26 +296,11 @@ func OpenPersonal(ctx context.Context, keys Keys, payload json.RawMessage) (out 
 	if !bytes.Contains(payload, []byte(`"sealed"`)) && !bytes.Contains(payload, []byte(`"erased"`)) {
 		return payload, false, nil // the cheap test first: most payloads are plain or have no personal data
 	}
-	start, end, found, err := findMember(payload, PersonalMember)
-	if err != nil {
-		return nil, false, fmt.Errorf("open personal data: %w", err)
-	}
-	if found && IsErasedMarker(payload[start:end]) {
-		out, err := withoutMember(payload, PersonalMember)
-		return out, err == nil, err
-	}
-	if !found || !IsSealed(payload[start:end]) {
-		return payload, false, nil
-	}
-	plain, erased, err := Open(ctx, keys, payload[start:end])
+	parts, err := OpenPersonalParts(ctx, keys, payload)
 	if err != nil {
 		return nil, false, err
 	}
-	if erased {
-		out, err := withoutMember(payload, PersonalMember)
-		return out, err == nil, err
-	}
-	return splice(payload, start, end, plain), false, nil
+	return parts.Opened, parts.Erased, nil
 }
 
 // PersonalSealed reports whether payload's personal member is sealed.
