@@ -1,10 +1,6 @@
 package collectionstatus
 
-import (
-	"time"
-
-	"github.com/samla/samla/projections/readdb"
-)
+import "github.com/samla/samla/projections/readdb"
 
 // The collections still running, oldest first, paged by position: the connectors' sweep reads
 // them a page at a time, so that every one of them is re-armed in turn however many are open,
@@ -13,12 +9,9 @@ import (
 // non-final collections after it, whatever started or ended meanwhile, and ClickHouse may apply
 // the position to the raw row versions next to FINAL (status, which changes, may not be).
 
-// NonFinalPosition is where a page of the non-final collections ends: the last row's CreatedAt
-// (at the stored ms precision) and CollectionID.
-type NonFinalPosition struct {
-	CreatedAt    time.Time
-	CollectionID string
-}
+// NonFinalPosition is where a page of the non-final collections ends, in the same terms as a
+// page of a user's: the last row's CreatedAt and CollectionID.
+type NonFinalPosition = UserPosition
 
 // nonFinalAfter is the position condition of ListNonFinal ("" for none), and its arguments.
 // SQLite takes the position as a row value, which its index search over (status, created_at_ms,

@@ -78,13 +78,11 @@ type UserPosition struct {
 	ConsentID string
 }
 
-// NonFinalPosition is where a page of the non-final consents ends: the last row's CreatedAt (at
-// the stored ms precision) and ConsentID. Neither ever changes for a consent, so the page after
-// it holds exactly the non-final consents after it, whatever was created or ended meanwhile.
-type NonFinalPosition struct {
-	CreatedAt time.Time
-	ConsentID string
-}
+// NonFinalPosition is where a page of the non-final consents ends, in the same terms as a page
+// of a user's: the last row's CreatedAt and ConsentID. Neither ever changes for a consent, so
+// the page after it holds exactly the non-final consents after it, whatever was created or
+// ended meanwhile.
+type NonFinalPosition = UserPosition
 
 // Store holds the rows. The projector writes through GetMany, Upsert and ErasePersonal; the
 // reader reads with Get, ListByUser and ListNonFinal.
