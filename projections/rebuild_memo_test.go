@@ -32,6 +32,9 @@ func TestDecodeMemoAnswersOnlyItsOwnEnvelopes(t *testing.T) {
 		if b.events[i] == nil {
 			t.Fatalf("event %d not decoded", i)
 		}
+		if memo.lookup(env) == nil {
+			t.Errorf("event %d of the batch in flight not answered from the memo", i)
+		}
 		if ev, err := memo.Decode(env); err != nil || ev == nil || !sameEvent(ev, b.events[i]) {
 			t.Errorf("event %d: %v, %v; want the batch's own decoded event", i, ev, err)
 		}
