@@ -112,10 +112,8 @@ func (p *Projector) row(env eventschema.Envelope, part eventschema.PersonalParts
 		// payload as it was, so ev is its decoding.
 		summary, version, err = p.reg.AuditSummaryDecoded(env, ev)
 	default:
-		ok := false
-		if ev != nil {
-			summary, version, ok, err = p.reg.AuditSummaryOpened(env, ev)
-		}
+		var ok bool
+		summary, version, ok, err = p.reg.AuditSummaryOpened(env, ev) // not ok for a nil ev
 		if err == nil && !ok {
 			public := part.Public()
 			if public == nil {
