@@ -178,9 +178,9 @@ func (r *Repository[A]) Update(ctx context.Context, id string, meta Meta, decide
 	var zero A
 	stream := r.kind.Stream(id)
 	var conflict error
+	from, fromOK := o.from.(A)
 	for attempt := 1; attempt <= r.maxAttempts; attempt++ {
 		var agg A
-		from, fromOK := o.from.(A)
 		switch {
 		case attempt == 1 && o.newID:
 			agg = r.kind.New()
