@@ -168,11 +168,11 @@ func FuzzFromMessage(f *testing.F) {
 		}
 		// Time zones are compared by offset: each decoder makes its own *time.Location.
 		sameTime := env.OccurredAt.Equal(ref.OccurredAt) && env.OccurredAt.Format(time.RFC3339Nano) == ref.OccurredAt.Format(time.RFC3339Nano)
-		env.OccurredAt, ref.OccurredAt = time.Time{}, time.Time{}
-		if !sameTime || !reflect.DeepEqual(env, ref) {
+		untimed := env
+		untimed.OccurredAt, ref.OccurredAt = time.Time{}, time.Time{}
+		if !sameTime || !reflect.DeepEqual(untimed, ref) {
 			t.Fatalf("FromMessage(%q) = %+v; encoding/json decodes %+v", value, env, ref)
 		}
-		env, _ = eventschema.FromMessage(value)
 		if env.EventID == "" || env.Type == "" || env.Stream == "" {
 			t.Fatalf("accepted %q without an id, type or stream", value)
 		}

@@ -256,15 +256,14 @@ func (m *ReadModels) migrateClickHouse(ctx context.Context, conn driver.Conn, fr
 		security     *clientsecurity.ClickHouseStore
 	)
 	g, ctx := errgroup.WithContext(ctx)
-	migrate := func(f func() error) { g.Go(f) }
-	migrate(func() (err error) { status, err = collectionstatus.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { history, err = eventhistory.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { apiKeys, err = apikeys.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { data, err = collectiondata.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { userStore, err = users.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { consentStore, err = consents.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { cancelStore, err = cancellations.NewClickHouse(ctx, conn); return err })
-	migrate(func() (err error) { security, err = clientsecurity.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { status, err = collectionstatus.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { history, err = eventhistory.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { apiKeys, err = apikeys.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { data, err = collectiondata.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { userStore, err = users.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { consentStore, err = consents.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { cancelStore, err = cancellations.NewClickHouse(ctx, conn); return err })
+	g.Go(func() (err error) { security, err = clientsecurity.NewClickHouse(ctx, conn); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
