@@ -109,7 +109,7 @@ func (q *clientQueue) pop() *schedEntry {
 func newScheduler(maxActive, perClient, queueLimit int, observe func(active, queued, parked int)) *scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &scheduler{ctx: ctx, cancel: cancel, maxActive: maxActive, perClient: perClient, queueLimit: queueLimit,
-		observe: observe, entries: map[string]*schedEntry{}, clients: map[string]*clientQueue{}}
+		observe: observe, entries: map[string]*schedEntry{}, peak: shrink.Peak{Floor: shrinkEntriesFrom}, clients: map[string]*clientQueue{}}
 }
 
 // submit queues the first step of a session for id unless id has a session here already
@@ -194,7 +194,7 @@ const shrinkEntriesFrom = 1024
 // quarter of the deletions since the last one.
 func (s *scheduler) forget(id string) {
 	delete(s.entries, id)
-	if s.peak.Max() < shrinkEntriesFrom || !s.peak.Due(len(s.entries)) {
+	if !s.peak.Due(len(s.entries)) {
 		return
 	}
 	s.entries = shrink.Map(s.entries)

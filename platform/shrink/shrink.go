@@ -14,7 +14,11 @@ func Map[K comparable, V any](m map[K]V) map[K]V {
 }
 
 // Peak tracks the most entries a store held since it was last shrunk.
-type Peak struct{ n int }
+type Peak struct {
+	n int
+	// Floor is the peak below which a store is never due: a small map costs nothing worth a copy.
+	Floor int
+}
 
 // Saw records that the store held n entries.
 func (p *Peak) Saw(n int) { p.n = max(p.n, n) }
@@ -23,7 +27,7 @@ func (p *Peak) Saw(n int) { p.n = max(p.n, n) }
 // copy is worth its cost; the caller then shrinks the store and calls Reset.
 func (p *Peak) Due(n int) bool {
 	p.Saw(n)
-	return p.n > 0 && n <= p.n/4
+	return p.n > 0 && p.n >= p.Floor && n <= p.n/4
 }
 
 // Max is the most entries seen since the last Reset.

@@ -46,3 +46,15 @@ func TestPeakDueAtAQuarter(t *testing.T) {
 		t.Fatal("an emptied store is due")
 	}
 }
+
+func TestPeakBelowItsFloorIsNeverDue(t *testing.T) {
+	p := Peak{Floor: 1024}
+	p.Saw(1000)
+	if p.Due(0) {
+		t.Fatal("a store that peaked below its floor is due")
+	}
+	p.Saw(1024)
+	if !p.Due(256) || p.Max() != 1024 {
+		t.Fatalf("a store that reached its floor is not due at a quarter (peak %d)", p.Max())
+	}
+}
