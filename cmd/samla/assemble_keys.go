@@ -22,15 +22,15 @@ var KeyStoreFile = filepath.Join("keystore", "keys.db")
 
 // keyStore is the key store a process opens, and how to close it.
 type keyStore struct {
-	eventschema.Keys
+	// Cache is the bounded cache in front of the store: the process's eventschema.Keys, with
+	// the rebuild's GetMany and the process's Sweep.
+	*keystore.Cache
 	close func() error
 	// count counts the store's live keys and tombstones, for checkKeysNotLost; nil for
 	// EventStoreDB's, whose key streams live in the event store's own database and cannot be
 	// lost apart from it.
 	count func(context.Context) (live, erased int, err error)
 	where string // the key store's file, for errors
-	// cache is the cache in front of the store (Keys), swept by the process.
-	cache *keystore.Cache
 }
 
 // ErrKeyStoreLost is a key store that holds no key beside an event store that holds personal
@@ -91,7 +91,7 @@ func openKeys(cfg *Config) (*keyStore, error) {
 		return nil, fmt.Errorf("open the key store: %w", err)
 	}
 	cache := keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize)
-	return &keyStore{Keys: cache, cache: cache, close: s.Close, count: s.Count, where: path}, nil
+	return &keyStore{Cache: cache, close: s.Close, count: s.Count, where: path}, nil
 }
 
 // openESDBKeys opens the key store on the event store's EventStoreDB: one stream per subject,
@@ -102,5 +102,5 @@ func openESDBKeys(cfg *Config) (*keyStore, error) {
 		return nil, err
 	}
 	cache := keystore.NewCache(s, keystore.DefaultCacheTTL, keystore.DefaultCacheSize)
-	return &keyStore{Keys: cache, cache: cache, close: s.Close}, nil
+	return &keyStore{Cache: cache, close: s.Close}, nil
 }

@@ -142,9 +142,7 @@ func rebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger,
 	if err := checkKeysNotLost(ctx, keys, store); err != nil {
 		return final, err
 	}
-	// The cache itself, not its wrapper: the rebuild looks up a page's keys at once through the
-	// cache's GetMany, which the wrapper does not have.
-	models, err := openReadModels(ctx, cfg, keys.Keys)
+	models, err := openReadModels(ctx, cfg, keys)
 	if err != nil {
 		return final, err
 	}

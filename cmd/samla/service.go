@@ -183,10 +183,10 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	}
 	s.startStatusView(roleCtx)
 	s.runRole(roleCtx, "memory", every(idleHeapCheck, (&memoryReturner{}).check))
-	if c, ok := s.keys.(*keyStore); ok && c.cache != nil {
+	if ks, ok := s.keys.(*keyStore); ok {
 		// Keys past their TTL would be read from the store again anyway; an idle process
 		// would otherwise keep a burst's keys until new subjects push them out.
-		s.runRole(roleCtx, "key cache sweep", every(keystore.DefaultCacheTTL, c.cache.Sweep))
+		s.runRole(roleCtx, "key cache sweep", every(keystore.DefaultCacheTTL, ks.Sweep))
 	}
 	if roles.Connect {
 		if err := s.startConnector(roleCtx); err != nil {
