@@ -392,6 +392,11 @@ func TestConsumeCommitsEveryBatchWithoutInterval(t *testing.T) {
 	publish(t, e.Brokers(), toKafka(t, envelope("client-b", 0, 1)), toKafka(t, envelope("client-b", 1, 2)))
 	c := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "sync-group", CommitInterval: -1}, nil)
 	c.waitFor(t, "2 committed events", func() bool { return c.committedEvents() == 2 })
+	// With the broker before the consumer leaves its group (which commits what is pending,
+	// interval or not).
+	if got := committedOffset(t, e.Brokers(), "sync-group", eventschema.Topic("client")); got != 2 {
+		t.Fatalf("the group's committed offset before the stop is %d, want 2 (both events)", got)
+	}
 	c.stop(t)
 
 	publish(t, e.Brokers(), toKafka(t, envelope("client-b", 2, 3)))
@@ -403,6 +408,22 @@ func TestConsumeCommitsEveryBatchWithoutInterval(t *testing.T) {
 	if got := c2.handled(); len(got) != 1 || got[0].Position != 3 {
 		t.Fatalf("second consumer handled %d events, want only position 3", len(got))
 	}
+}
+
+// committedOffset is the offset group has committed on partition 0 of topic (-1 for none).
+func committedOffset(t *testing.T, brokers []string, group, topic string) int64 {
+	t.Helper()
+	client := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 5 * time.Second}
+	resp, err := client.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
+	if err != nil || resp.Error != nil {
+		t.Fatalf("fetch the offsets of %s: %v, %v", group, err, resp.Error)
+	}
+	for _, p := range resp.Topics[topic] {
+		if p.Partition == 0 {
+			return p.CommittedOffset
+		}
+	}
+	return -1
 }
 
 // TestConsumeNeverCommitsFailedBatch stops a consumer whose handler never succeeds: the
