@@ -356,9 +356,8 @@ func (b *batcher) next(ctx context.Context) ([]eventschema.Envelope, []kafkago.M
 // next batch, but until it comes their elements would keep the last batch's payloads and
 // encoded values alive while the relay is idle.
 func (b *batcher) release() {
-	clear(b.batch)
+	clear(b.batch) // next starts the next batch at length 0
 	clear(b.msgs)
-	b.batch, b.msgs, b.size = b.batch[:0], b.msgs[:0], 0
 }
 
 // add appends e to the batch unless that would pass MaxBatchBytes (a first event always

@@ -44,11 +44,11 @@ type Metrics struct {
 	SigningProviderCalls *prometheus.CounterVec // operation, outcome
 	// StatusViewEvictions counts the rows the in-memory status view dropped to make room.
 	StatusViewEvictions prometheus.Counter
-	// StatusReadFallbacks counts the status polls answered from the event store because the
-	// read model did not show the collection yet (read-your-writes), by outcome (found, absent).
 	// StatusFollowerDrops counts the rows the status view's follower dropped (a gap in their
 	// revisions or an event it could not fold): each is read from the read model again.
 	StatusFollowerDrops *prometheus.CounterVec // reason
+	// StatusReadFallbacks counts the status polls answered from the event store because the
+	// read model did not show the collection yet (read-your-writes), by outcome (found, absent).
 	StatusReadFallbacks *prometheus.CounterVec // outcome
 	// ConnectorParked are the collection sessions waiting without a worker slot (for the user,
 	// the client's input or the company's next state); ConnectorQueued those ready for a step
