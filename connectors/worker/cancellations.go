@@ -193,11 +193,7 @@ func (w *CancellationWorker) Resume(ctx context.Context, ids []string) error {
 // SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every pass and timer
 // and waits for them.
 func (w *CancellationWorker) Run(ctx context.Context) error {
-	var sweep func(context.Context)
-	if w.sweeper != nil {
-		sweep = w.sweeper.sweep
-	}
-	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
+	w.pool.run(ctx, w.cfg.SweepInterval, w.sweeper.sweepFunc(), w.Stop)
 	return nil
 }
 

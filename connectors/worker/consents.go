@@ -212,11 +212,7 @@ func (w *ConsentWorker) Resume(ctx context.Context, ids []string) error {
 // SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every session and
 // timer and waits for them.
 func (w *ConsentWorker) Run(ctx context.Context) error {
-	var sweep func(context.Context)
-	if w.sweeper != nil {
-		sweep = w.sweeper.sweep
-	}
-	w.pool.run(ctx, w.cfg.SweepInterval, sweep, w.Stop)
+	w.pool.run(ctx, w.cfg.SweepInterval, w.sweeper.sweepFunc(), w.Stop)
 	return nil
 }
 

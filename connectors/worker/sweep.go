@@ -43,6 +43,15 @@ type sweepCursor struct {
 	begun          bool
 }
 
+// sweepFunc is the sweep the worker's sweep loop runs: nil (no sweep) for a worker without a
+// read model to sweep, whose cursor is nil.
+func (c *sweepCursor) sweepFunc() func(context.Context) {
+	if c == nil {
+		return nil
+	}
+	return c.sweep
+}
+
 // sweep is one sweep: the whole round until a first round has been completed, one page at
 // every later one.
 func (c *sweepCursor) sweep(ctx context.Context) {

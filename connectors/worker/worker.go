@@ -280,11 +280,7 @@ func (w *Worker) resume(ids []string) (refused int, err error) {
 // of SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every session and
 // waits for them. A stopped session records no final status: it is resumed later.
 func (w *Worker) Run(ctx context.Context) error {
-	var sweep func(context.Context)
-	if w.sweeper != nil {
-		sweep = w.sweeper.sweep
-	}
-	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, sweep, w.Stop)
+	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, w.sweeper.sweepFunc(), w.Stop)
 	return nil
 }
 
