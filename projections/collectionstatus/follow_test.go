@@ -3,6 +3,7 @@ package collectionstatus_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -123,6 +124,33 @@ func TestFollowerKeepsTheViewCurrent(t *testing.T) {
 	s.poll("c-1")
 	if n := s.durable.gets.Load(); n != 3 {
 		t.Fatalf("%d reads after the user's deletion, want the row read again (3)", n)
+	}
+}
+
+// An event the follower cannot fold onto the row it holds (here one that does not decode) drops
+// the row and says so; the next poll reads it from the read model again.
+func TestFollowerDropsARowItCannotFold(t *testing.T) {
+	ctx := context.Background()
+	s := newFollowScene(t)
+	stream := collection.StreamName("c-1")
+	var drops []string
+	s.follower.OnDrop(func(reason string) { drops = append(drops, reason) })
+	started := s.log.Append("acme", stream, s.t0, s.started("c-1"))
+	if err := s.project.Handle(ctx, []eventschema.Envelope{started}); err != nil {
+		t.Fatal(err)
+	}
+	s.poll("c-1")
+	broken := s.log.Append("acme", stream, s.t0.Add(time.Second), changed(collection.StatusRunning, collection.StatusLogin, s.t0.Add(time.Second)))
+	broken.Payload = json.RawMessage(`{"to":42}`)
+	if err := s.follower.Handle(ctx, []eventschema.Envelope{broken}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(drops, []string{collectionstatus.DropUnfoldable}) {
+		t.Fatalf("drops told = %v, want the one unfoldable", drops)
+	}
+	before := s.durable.gets.Load()
+	if got := s.poll("c-1"); got.Status != "RUNNING" || s.durable.gets.Load() != before+1 {
+		t.Fatalf("poll after the drop = %s after %d more reads, want RUNNING read again", got.Status, s.durable.gets.Load()-before)
 	}
 }
 
