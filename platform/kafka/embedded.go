@@ -8,6 +8,7 @@ package kafka
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -125,6 +126,13 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 			"message.max.bytes":         strconv.Itoa(maxMessageBytes),
 		}),
 		kfake.WithLogger(kfakeLogger{logger}),
+		kfake.ListenFn(func(network, address string) (net.Listener, error) {
+			ln, err := net.Listen(network, address)
+			if err != nil {
+				return nil, err
+			}
+			return frameLimitListener{Listener: ln, max: maxRequestBytes}, nil
+		}),
 	}
 	if cfg.port > 0 {
 		kopts = append(kopts, kfake.Ports(cfg.port))
