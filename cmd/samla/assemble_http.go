@@ -46,7 +46,8 @@ func (s *Service) startHTTP() error {
 			// Each client's own rate limit comes from the client-security read model, behind
 			// the limiter's cache of a few seconds; the configured one is the default.
 			RateLimit: httpapi.RateLimit{PerSecond: s.cfg.RateLimit, Burst: s.cfg.RateBurst,
-				Clients: clientsecurity.NewReader(s.models.ClientSecurity)},
+				Clients:          clientsecurity.NewReader(s.models.ClientSecurity),
+				SessionPerSecond: s.cfg.SessionRateLimit, SessionBurst: s.cfg.SessionRateBurst},
 			AuthFailures: httpapi.AuthFailureLimit{Max: s.cfg.AuthFailureLimit, Disabled: s.cfg.AuthFailureLimit == 0},
 			Sessions:     sessions.tokens, SessionUsers: sessions.users, JWKS: sessions.tokens.Keys().JWKSJSON(),
 			MTLS: s.mtlsOptions(),

@@ -21,24 +21,27 @@ import (
 // Config is every role's configuration. Each setting is a flag whose default comes from a
 // SAMLA_* environment variable; the defaults of the connector's settings are the worker's own.
 type Config struct {
-	DataDir          string
-	HTTPAddr         string
-	OpsAddr          string
-	Profiling        bool
-	StatusViewRows   int
-	StatusViewIdle   time.Duration
-	BootstrapAPIKey  string
-	EventStore       string // "sqlite" or an esdb:// connection string
-	KafkaBrokers     string // empty: the embedded broker
-	ClickHouseDSN    string // empty: SQLite read models
-	Sandbox          bool
-	SandboxAddr      string
-	CompaniesURL     string
-	WorkerID         string
-	LogLevel         string
-	LogFormat        string
-	RateLimit        float64 // every client's default; a client's own (samla clients set) replaces it
-	RateBurst        int
+	DataDir         string
+	HTTPAddr        string
+	OpsAddr         string
+	Profiling       bool
+	StatusViewRows  int
+	StatusViewIdle  time.Duration
+	BootstrapAPIKey string
+	EventStore      string // "sqlite" or an esdb:// connection string
+	KafkaBrokers    string // empty: the embedded broker
+	ClickHouseDSN   string // empty: SQLite read models
+	Sandbox         bool
+	SandboxAddr     string
+	CompaniesURL    string
+	WorkerID        string
+	LogLevel        string
+	LogFormat       string
+	RateLimit       float64 // every client's default; a client's own (samla clients set) replaces it
+	RateBurst       int
+	// SessionRateLimit and SessionRateBurst are each session user's bucket, besides its client's.
+	SessionRateLimit float64
+	SessionRateBurst int
 	StaleClaimAfter  time.Duration
 	MockSignDelay    time.Duration
 	ShutdownTimeout  time.Duration
@@ -132,6 +135,8 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.LogFormat, "log-format", env.String("SAMLA_LOG_FORMAT", "text"), "text or json [SAMLA_LOG_FORMAT]")
 	fs.Float64Var(&c.RateLimit, "rate-limit", env.Float("SAMLA_RATE_LIMIT", httpapi.DefaultRatePerSecond), "default requests per second per client; a client's own (samla clients set --rate-limit) replaces it [SAMLA_RATE_LIMIT]")
 	fs.IntVar(&c.RateBurst, "rate-burst", env.Int("SAMLA_RATE_BURST", httpapi.DefaultRateBurst), "default burst of requests per client; a client's own (samla clients set --burst) replaces it [SAMLA_RATE_BURST]")
+	fs.Float64Var(&c.SessionRateLimit, "session-rate-limit", env.Float("SAMLA_SESSION_RATE_LIMIT", httpapi.DefaultSessionRatePerSecond), "requests per second per session user, taken besides its client's [SAMLA_SESSION_RATE_LIMIT]")
+	fs.IntVar(&c.SessionRateBurst, "session-rate-burst", env.Int("SAMLA_SESSION_RATE_BURST", httpapi.DefaultSessionRateBurst), "burst of requests per session user [SAMLA_SESSION_RATE_BURST]")
 	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", env.Int("SAMLA_AUTH_FAILURE_LIMIT", httpapi.DefaultAuthFailureMax), "failed authentications (bad API keys or session tokens) one source address may make per minute; more are refused with 429 before any lookup. The connection's address counts, never X-Forwarded-For: behind a reverse proxy set 0 (off) and limit them at the proxy [SAMLA_AUTH_FAILURE_LIMIT]")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", env.Duration("SAMLA_READ_HEADER_TIMEOUT", 10*time.Second), "how long a client may take to send a request's header before its connection is closed [SAMLA_READ_HEADER_TIMEOUT]")
 	fs.IntVar(&c.MaxConnections, "max-connections", env.Int("SAMLA_MAX_CONNECTIONS", 10000), "connections each listener (API, ops) holds at once; more wait to be accepted; 0: no bound [SAMLA_MAX_CONNECTIONS]")
@@ -211,6 +216,9 @@ func (c *Config) validate() error {
 	}
 	if c.RateLimit <= 0 || c.RateBurst < 1 {
 		errs = append(errs, fmt.Errorf("--rate-limit must be positive and --rate-burst at least 1, not %g and %d", c.RateLimit, c.RateBurst))
+	}
+	if c.SessionRateLimit <= 0 || c.SessionRateBurst < 1 {
+		errs = append(errs, fmt.Errorf("--session-rate-limit must be positive and --session-rate-burst at least 1, not %g and %d", c.SessionRateLimit, c.SessionRateBurst))
 	}
 	if c.MaxSessionsPerClient < 0 {
 		errs = append(errs, fmt.Errorf("--max-sessions-per-client must not be negative, not %d", c.MaxSessionsPerClient))

@@ -16,8 +16,10 @@ import (
 // session counts against the client whose user it is); each client's bucket refills at the
 // client's own rate up to its own burst (`samla clients set --rate-limit N --burst M`, read from
 // ClientLimits behind a cache of RateLimitSettingsTTL, so that a change applies within seconds
-// without a restart), else at the service's default. An empty bucket answers 429 RATE_LIMITED
-// with Retry-After.
+// without a restart), else at the service's default. A request with a session token also takes
+// one from its user's bucket (RateLimit.SessionPerSecond and SessionBurst), and only when both
+// have one: a single user's app, looping or hostile, then cannot use up what the client's
+// backend and its other users share. An empty bucket answers 429 RATE_LIMITED with Retry-After.
 //
 // Every answer that passed the limiter carries the limit in the IETF draft's separate fields
 // (draft-ietf-httpapi-ratelimit-headers-06; the later combined RateLimit/RateLimit-Policy form
@@ -43,6 +45,10 @@ type RateLimit struct {
 	Clients ClientLimits
 	// SettingsTTL is how long a client's settings are cached: RateLimitSettingsTTL when 0.
 	SettingsTTL time.Duration
+	// SessionPerSecond and SessionBurst are each session user's bucket, taken from besides its
+	// client's (DefaultSessionRatePerSecond and DefaultSessionRateBurst when 0).
+	SessionPerSecond float64
+	SessionBurst     int
 }
 
 // ClientLimits is the port to the clients' own rate limits (clientsecurity.Reader).
@@ -63,6 +69,15 @@ type ClientLimits interface {
 const (
 	DefaultRatePerSecond = 1000
 	DefaultRateBurst     = 2000
+)
+
+// Default rate limit per session user. An end user's app polls the status of the user's own
+// collections about once a second each and reads a few lists: a handful of requests a second.
+// 20/s with a burst of 40 leaves room for a user with a dozen collections in flight, and keeps
+// any one user below 2 % of a client's default.
+const (
+	DefaultSessionRatePerSecond = 20
+	DefaultSessionRateBurst     = 40
 )
 
 // RateLimitSettingsTTL is how long a client's own rate limit is cached: the longest a change
@@ -88,10 +103,21 @@ func (r RateLimit) withDefaults() RateLimit {
 	if r.SettingsTTL <= 0 {
 		r.SettingsTTL = RateLimitSettingsTTL
 	}
+	if r.SessionPerSecond <= 0 {
+		r.SessionPerSecond = DefaultSessionRatePerSecond
+	}
+	if r.SessionBurst <= 0 {
+		r.SessionBurst = DefaultSessionRateBurst
+	}
 	return r
 }
 
-// bucket is one client's token bucket, with the rate and burst it was last filled at.
+// bucketKey names a bucket: a client's (user empty) or a session user's of that client. A struct
+// rather than a joined string, so that finding a user's bucket allocates nothing.
+type bucketKey struct{ client, user string }
+
+// bucket is one client's or session user's token bucket, with the rate and burst it was last
+// filled at.
 type bucket struct {
 	tokens float64
 	last   time.Time
@@ -107,16 +133,17 @@ func (b *bucket) full(now time.Time) bool {
 	return b.tokens+now.Sub(b.last).Seconds()*b.rate >= b.burst
 }
 
-// limiter holds one bucket per client. Only authenticated clients get one, so the map holds at
-// most the clients that called lately; idle (full) buckets are still swept, every
-// limiterSweepEvery and whenever the map reaches maxIdleBuckets, so that it cannot grow without
-// bound.
+// limiter holds one bucket per client and per session user. Only authenticated clients and
+// users get one, so the map holds those that called lately; idle (full) buckets are swept every
+// limiterSweepEvery, and at most once a second while the map holds maxIdleBuckets or more. Past
+// maxBuckets no new user bucket is made (such a user is held by its client's bucket alone), so
+// the map stays bounded even while every bucket in it is in use.
 type limiter struct {
 	cfg      RateLimit
 	now      func() time.Time
 	settings *ttlCache[clientRate] // nil without cfg.Clients
 	mu       sync.Mutex
-	buckets  map[string]*bucket
+	buckets  map[bucketKey]*bucket
 	swept    time.Time
 }
 
@@ -126,15 +153,24 @@ type clientRate struct {
 	burst     int
 }
 
-// maxIdleBuckets is the map size above which full (idle) buckets are dropped at once.
-const maxIdleBuckets = 10_000
+// maxIdleBuckets is the map size from which full (idle) buckets are dropped once a second
+// rather than once a limiterSweepEvery; maxBuckets the size past which no user bucket is made
+// (a bucket is about 100 bytes).
+const (
+	maxIdleBuckets = 10_000
+	maxBuckets     = 100_000
+)
+
+// crowdedSweepEvery is how often a crowded map is swept: a sweep walks every bucket, so not on
+// every request.
+const crowdedSweepEvery = time.Second
 
 // limiterSweepEvery is how often idle buckets are dropped anyway.
 const limiterSweepEvery = time.Minute
 
 func newLimiter(cfg RateLimit, now func() time.Time) *limiter {
 	cfg = cfg.withDefaults()
-	l := &limiter{cfg: cfg, now: now, buckets: make(map[string]*bucket), swept: now()}
+	l := &limiter{cfg: cfg, now: now, buckets: make(map[bucketKey]*bucket), swept: now()}
 	if cfg.Clients != nil {
 		l.settings = newTTLCache[clientRate](cfg.SettingsTTL, now)
 	}
@@ -181,17 +217,48 @@ type decision struct {
 	wait      time.Duration // until a token is available (refused only)
 }
 
-// take takes a token for key from a bucket of rate and burst, or reports how long until one is
-// available.
-func (l *limiter) take(key string, rate float64, burst int) decision {
+// take takes a token from the client's bucket of rate and burst, and, for a session (user not
+// empty), from the user's bucket too: from both or from neither. The decision's headers are
+// those of the bucket that binds: the one that refused (the later to refill if both did), else
+// the one with fewer tokens left.
+func (l *limiter) take(client string, rate float64, burst int, user string) decision {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.buckets) >= maxIdleBuckets || now.Sub(l.swept) >= limiterSweepEvery {
+	if since := now.Sub(l.swept); since >= limiterSweepEvery || (len(l.buckets) >= maxIdleBuckets && since >= crowdedSweepEvery) {
 		l.sweep(now)
 	}
+	b := l.bucket(bucketKey{client: client}, rate, burst, now, true)
+	var u *bucket
+	if user != "" {
+		u = l.bucket(bucketKey{client: client, user: user}, l.cfg.SessionPerSecond, l.cfg.SessionBurst, now, len(l.buckets) < maxBuckets)
+	}
+	if b.tokens >= 1 && (u == nil || u.tokens >= 1) {
+		b.tokens--
+		binding := b
+		if u != nil {
+			u.tokens--
+			if u.tokens < b.tokens {
+				binding = u
+			}
+		}
+		return binding.decision(true)
+	}
+	binding := b
+	if b.tokens >= 1 || (u != nil && u.tokens < 1 && u.wait() > b.wait()) {
+		binding = u
+	}
+	return binding.decision(false)
+}
+
+// bucket is the bucket of key with rate and burst, refilled to now; made when missing if create
+// (else nil).
+func (l *limiter) bucket(key bucketKey, rate float64, burst int, now time.Time, create bool) *bucket {
 	b, ok := l.buckets[key]
 	if !ok {
+		if !create {
+			return nil
+		}
 		b = &bucket{tokens: float64(burst), last: now}
 		l.buckets[key] = b
 	}
@@ -206,15 +273,19 @@ func (l *limiter) take(key string, rate float64, burst int) decision {
 		b.tokens = math.Min(b.burst, b.tokens+elapsed*b.rate)
 		b.last = now
 	}
-	d := decision{limit: b.limit}
-	if b.tokens >= 1 {
-		b.tokens--
-		d.allowed = true
-	} else {
-		d.wait = seconds((1 - b.tokens) / b.rate)
+	return b
+}
+
+// wait is how long until the bucket has a token.
+func (b *bucket) wait() time.Duration { return seconds((1 - b.tokens) / b.rate) }
+
+// decision describes the bucket after a request it allowed (a token already taken) or refused.
+func (b *bucket) decision(allowed bool) decision {
+	d := decision{allowed: allowed, limit: b.limit, remaining: int(b.tokens),
+		reset: seconds((b.burst - b.tokens) / b.rate)}
+	if !allowed {
+		d.wait = b.wait()
 	}
-	d.remaining = int(b.tokens)
-	d.reset = seconds((b.burst - b.tokens) / b.rate)
 	return d
 }
 
@@ -262,7 +333,7 @@ func setInt(h http.Header, name string, n int) {
 
 // rateLimitedBody is the problem of a refusal, rendered once: a refused request encodes nothing.
 var rateLimitedBody = mustJSON(NewProblem(http.StatusTooManyRequests, CodeRateLimited,
-	"Too many requests for this client; retry after the number of seconds in Retry-After."))
+	"Too many requests for this client, or for this session's user; retry after the number of seconds in Retry-After."))
 
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
@@ -297,7 +368,8 @@ func rateLimit(l *limiter) gin.HandlerFunc {
 			return
 		}
 		rate, burst := l.rateOf(c.Request.Context(), id)
-		d := l.take(id, rate, burst)
+		user, _ := SessionUser(c)
+		d := l.take(id, rate, burst, user)
 		h := c.Writer.Header()
 		h[HeaderRateLimitLimit] = d.limit
 		setInt(h, HeaderRateLimitRemaining, d.remaining)

@@ -174,19 +174,19 @@ func TestLimiterEvictsIdleBuckets(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	l := newLimiter(RateLimit{PerSecond: 10, Burst: 10}, clk.now)
 	for i := 0; i < 100; i++ {
-		l.take(fmt.Sprint("client-", i), 10, 10)
+		l.take(fmt.Sprint("client-", i), 10, 10, "")
 	}
 	if n := l.len(); n != 100 {
 		t.Fatalf("%d buckets", n)
 	}
 	clk.advance(limiterSweepEvery)
-	l.take("client-0", 10, 10)
+	l.take("client-0", 10, 10, "")
 	if n := l.len(); n != 1 {
 		t.Fatalf("%d buckets after the idle ones refilled, want the one in use", n)
 	}
 	for i := 0; i < maxIdleBuckets+50; i++ {
 		clk.advance(time.Second) // each refilled before the next is made
-		l.take(fmt.Sprint("many-", i), 10, 10)
+		l.take(fmt.Sprint("many-", i), 10, 10, "")
 	}
 	if n := l.len(); n > maxIdleBuckets {
 		t.Fatalf("%d buckets, bound %d", n, maxIdleBuckets)
@@ -292,10 +292,10 @@ func BenchmarkRefusedByAuthFailures(b *testing.B) {
 // BenchmarkLimiterRefusal is the limiter's own work for a refusal.
 func BenchmarkLimiterRefusal(b *testing.B) {
 	l := newLimiter(RateLimit{}, time.Now)
-	l.take("acme", 0.001, 1)
+	l.take("acme", 0.001, 1, "")
 	b.ReportAllocs()
 	for b.Loop() {
-		if d := l.take("acme", 0.001, 1); d.allowed {
+		if d := l.take("acme", 0.001, 1, ""); d.allowed {
 			b.Fatal("allowed")
 		}
 	}
@@ -312,4 +312,81 @@ func newBenchEnv(b *testing.B, mutate func(*Options)) *testEnv {
 	env.engine = NewEngine(opts)
 	env.engine.GET("/whoami", func(c *gin.Context) { c.Status(http.StatusOK) })
 	return env
+}
+
+// TestSessionUserRateLimit: a session takes from its user's bucket and its client's, from both
+// or neither; one user's empty bucket leaves the client's other users and its API key alone,
+// and the headers describe the bucket that binds.
+func TestSessionUserRateLimit(t *testing.T) {
+	// Rates of one token in 1000 s: no bucket refills during the test.
+	env := newSessionEnv(t, func(o *Options) {
+		o.RateLimit = RateLimit{PerSecond: 0.001, Burst: 10, SessionPerSecond: 0.001, SessionBurst: 3}
+	})
+	first, second := env.token(t, "acme", sessUser), env.token(t, "acme", otherUser)
+	for i := range 3 {
+		w := env.do(t, http.MethodGet, "/users/"+sessUser, "", bearer(first))
+		if l, r, _ := rateHeaders(w); w.Code != http.StatusOK || l != "3" || r != strconv.Itoa(2-i) {
+			t.Fatalf("session request %d: %d, Limit %q Remaining %q; want the user's bucket of 3", i+1, w.Code, l, r)
+		}
+	}
+	w := env.do(t, http.MethodGet, "/users/"+sessUser, "", bearer(first))
+	decodeProblem(t, w, http.StatusTooManyRequests, CodeRateLimited)
+	if l, r := w.Header().Get("RateLimit-Limit"), w.Header().Get("RateLimit-Remaining"); l != "3" || r != "0" || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("the user's 4th: Limit %q Remaining %q Retry-After %q", l, r, w.Header().Get("Retry-After"))
+	}
+	// Another user of the same client has a bucket of its own.
+	w = env.do(t, http.MethodGet, "/users/"+otherUser, "", bearer(second))
+	if l, r, _ := rateHeaders(w); w.Code != http.StatusOK || l != "3" || r != "2" {
+		t.Fatalf("the other user: %d, Limit %q Remaining %q", w.Code, l, r)
+	}
+	// The client's bucket gave one token to each allowed session request and none to the
+	// refused one: 10 - 4 = 6, one of which this API-key request takes.
+	w = env.do(t, http.MethodGet, "/whoami", "", authed())
+	if l, r, _ := rateHeaders(w); w.Code != http.StatusOK || l != "10" || r != "5" {
+		t.Fatalf("the client's API key: %d, Limit %q Remaining %q; want 5 of 10 left", w.Code, l, r)
+	}
+	for i := range 5 {
+		if w := env.do(t, http.MethodGet, "/whoami", "", authed()); w.Code != http.StatusOK {
+			t.Fatalf("API-key request %d of the last 5: %d", i+1, w.Code)
+		}
+	}
+	// The client's bucket is empty: it binds a user that still has tokens.
+	w = env.do(t, http.MethodGet, "/users/"+otherUser, "", bearer(second))
+	decodeProblem(t, w, http.StatusTooManyRequests, CodeRateLimited)
+	if l := w.Header().Get("RateLimit-Limit"); l != "10" {
+		t.Fatalf("a session refused by its client's bucket: Limit %q, want the client's 10", l)
+	}
+	// Another client is untouched by all of it.
+	w = env.do(t, http.MethodGet, "/users/"+sessUser, "", bearer(env.token(t, "other", sessUser)))
+	if w.Code != http.StatusOK {
+		t.Fatalf("a session of another client: %d", w.Code)
+	}
+}
+
+// TestLimiterBoundsUserBuckets: past maxBuckets no user bucket is made, the client's bucket
+// still holds the request, and the map stays bounded though every bucket is in use.
+func TestLimiterBoundsUserBuckets(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimiter(RateLimit{PerSecond: 1e9, Burst: 1 << 30, SessionPerSecond: 1, SessionBurst: 1}, clk.now)
+	for i := range maxBuckets + 100 {
+		if d := l.take("acme", 1e9, 1<<30, fmt.Sprint("user-", i)); !d.allowed {
+			t.Fatalf("user %d's first request refused", i)
+		}
+	}
+	if n := l.len(); n != maxBuckets {
+		t.Fatalf("%d buckets, want the bound %d", n, maxBuckets)
+	}
+	// The bucketless user is held by the client's bucket alone; a user with a bucket by its own.
+	if d := l.take("acme", 1e9, 1<<30, fmt.Sprint("user-", maxBuckets+50)); !d.allowed {
+		t.Fatal("a user past the bound was refused though its client has tokens")
+	}
+	if d := l.take("acme", 1e9, 1<<30, "user-7"); d.allowed {
+		t.Fatal("a user with an empty bucket of its own was allowed")
+	}
+	// Once they have refilled, a sweep drops them.
+	clk.advance(limiterSweepEvery)
+	l.take("acme", 1e9, 1<<30, "")
+	if n := l.len(); n != 1 {
+		t.Fatalf("%d buckets after the users' refilled, want the client's", n)
+	}
 }

@@ -63,7 +63,7 @@ type sessionEnv struct {
 // newSessionEnv is an engine with sessions on and a route of each kind: /users/:userUuid
 // (AllowSessionsOfPathUser), /things/:owner (AllowSessionsCheckedByHandler; the path names the
 // thing's owner, "none" for none), and /whoami, which does not serve sessions.
-func newSessionEnv(t *testing.T) *sessionEnv {
+func newSessionEnv(t *testing.T, more ...func(*Options)) *sessionEnv {
 	t.Helper()
 	keys, err := sessiontoken.GenerateKeySet()
 	if err != nil {
@@ -79,6 +79,9 @@ func newSessionEnv(t *testing.T) *sessionEnv {
 	env := newEnv(t, func(o *Options) {
 		o.Sessions, o.SessionUsers, o.JWKS = tokens, users, keys.JWKSJSON()
 		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		for _, m := range more {
+			m(o)
+		}
 	})
 	env.clock = clk
 	env.keys.byKey[otherKey] = "other"
