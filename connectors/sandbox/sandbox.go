@@ -131,6 +131,8 @@ type options struct {
 	logger          *slog.Logger
 	now             func() time.Time
 	janitorInterval time.Duration
+	readTimeout     time.Duration // the least the listener's ReadTimeout may be; see serverTimeouts
+	idleTimeout     time.Duration
 	seed            uint64
 	seeded          bool
 }
@@ -251,6 +253,7 @@ func New(opts ...Option) (*Sandbox, error) {
 		sessionTTL: DefaultSessionTTL, userDelay: DefaultUserDelay, stepDelay: DefaultStepDelay,
 		productTimeout: DefaultProductTimeout, clientWait: DefaultClientWait, consentValidity: DefaultConsentValidity,
 		now: time.Now, janitorInterval: defaultJanitorInterval,
+		readTimeout: defaultReadTimeout, idleTimeout: defaultIdleTimeout,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -307,9 +310,13 @@ func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox listen on %s: %w", s.opts.addr, err)
 	}
 	s.ln, s.url = ln, "http://"+ln.Addr().String()
+	readTimeout, idleTimeout := s.serverTimeouts()
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.opts.logger.Handler(), slog.LevelWarn),
 	}
 	s.serveDone = make(chan struct{})
@@ -329,6 +336,31 @@ func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	go s.janitor()
 	s.opts.logger.Info("sandbox listening", "url", s.url)
 	return s, nil
+}
+
+// Bounds of the sandbox's listener. Without them a connection that had sent one request, or
+// the header of a request whose body never came, was held forever: 19,950 such connections
+// took every file descriptor of the process (samla run), and /livez, the API and the embedded
+// Kafka broker could accept nothing until they were closed.
+const (
+	// defaultReadTimeout bounds reading a whole request, body included. A request that waits
+	// for the user (the device's login-result, up to clientWait) keeps its connection past
+	// it: see serverTimeouts.
+	defaultReadTimeout = 60 * time.Second
+	// defaultIdleTimeout closes a keep-alive connection that starts no next request, as the
+	// API's listener does.
+	defaultIdleTimeout = 120 * time.Second
+	// maxHeaderBytes bounds a request's header; the connectors send a few hundred bytes, and
+	// net/http's 1 MiB default let each slow connection hold about 2 MB.
+	maxHeaderBytes = 64 << 10
+)
+
+// serverTimeouts are the listener's ReadTimeout and IdleTimeout. net/http cancels a request's
+// context once the connection's read deadline passes, so the ReadTimeout outlasts the longest
+// a handler waits on purpose (clientWait, after the simulated latency).
+func (s *Sandbox) serverTimeouts() (read, idle time.Duration) {
+	read = max(s.opts.readTimeout, s.opts.clientWait+s.opts.latencyMax+s.opts.productTimeout+10*time.Second)
+	return read, s.opts.idleTimeout
 }
 
 // defaultJanitorInterval is how often an idle sandbox forgets its expired sessions and EID

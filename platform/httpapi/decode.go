@@ -325,13 +325,26 @@ func DecodeJSON(c *gin.Context, dst any, limits Limits) bool {
 	return false
 }
 
-// decodeBody reads the body in one allocation when its Content-Length is known and within the
-// route's limit (a larger one fails at the first read anyway).
+// maxUnbudgetedPrealloc bounds the buffer decodeBody sizes from a Content-Length before the
+// body's bytes arrive, for a body outside the budget of large bodies. Sizing it to the whole
+// Content-Length let a client that announced 1 MiB and sent one byte hold 1 MiB until the
+// listener's ReadTimeout: 500 such HTTP/1.1 connections held 500 MB, 4000 HTTP/2 streams on
+// the mutual-TLS listener 4 GB. Past this size the buffer grows as bytes arrive.
+const maxUnbudgetedPrealloc = 16 << 10
+
+// decodeBody reads the body into a buffer sized from its Content-Length when that is known and
+// within the route's limit (a larger one fails at the first read anyway): the whole of it for
+// a large body, whose size MaxBody has taken from the budget of large bodies in flight, at
+// most maxUnbudgetedPrealloc for any other.
 func decodeBody(c *gin.Context, dst any, lim Limits) error {
 	var hint int64
 	if v, ok := c.Get(ginBodyKey); ok {
-		if n := c.Request.ContentLength; n > 0 && n <= v.(*limitedBody).limit {
+		lb := v.(*limitedBody)
+		if n := c.Request.ContentLength; n > 0 && n <= lb.limit {
 			hint = n
+			if !lb.budgeted {
+				hint = min(n, maxUnbudgetedPrealloc)
+			}
 		}
 	}
 	if c.Request.Body == nil {

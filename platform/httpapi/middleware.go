@@ -188,6 +188,7 @@ type limitedBody struct {
 	contentLength int64
 	reader        io.ReadCloser
 	large         *largeBodies
+	budgeted      bool // MaxBody took the body's size from large's budget
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -250,6 +251,7 @@ func MaxBody(n int64) gin.HandlerFunc {
 			return
 		}
 		defer lb.large.sem.Release(weight)
+		lb.budgeted = true
 		c.Next()
 	}
 }

@@ -131,7 +131,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 			if err != nil {
 				return nil, err
 			}
-			return frameLimitListener{Listener: ln, max: maxRequestBytes}, nil
+			return newFrameLimitListener(ln, logger), nil
 		}),
 	}
 	if cfg.port > 0 {

@@ -5,10 +5,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"runtime"
+	"slices"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // chunkConn serves src a few bytes per Read, as a TCP connection may.
@@ -119,4 +126,165 @@ func TestEmbeddedDropsNonKafkaTraffic(t *testing.T) {
 	publish(t, e.Brokers(), toKafka(t, envelope("collection-after", 0, 1)))
 	c := consumeInBackground(t, e.Brokers(), "after-http", nil)
 	c.waitFor(t, "the event published after the HTTP request", func() bool { return len(c.handled()) >= 1 })
+}
+
+// scriptListener hands out what its script says, then reports itself closed.
+type scriptListener struct {
+	mu     sync.Mutex
+	script []any // net.Conn or error
+}
+
+func (l *scriptListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.script) == 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: net.ErrClosed}
+	}
+	next := l.script[0]
+	l.script = l.script[1:]
+	if err, ok := next.(error); ok {
+		return nil, err
+	}
+	return next.(net.Conn), nil
+}
+
+func (l *scriptListener) Close() error   { return nil }
+func (l *scriptListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+func testListener(ln net.Listener) (*frameLimitListener, *[]time.Duration) {
+	l := newFrameLimitListener(ln, slog.New(slog.DiscardHandler))
+	slept := &[]time.Duration{}
+	l.sleep = func(d time.Duration) { *slept = append(*slept, d) }
+	return l, slept
+}
+
+func pipe(t *testing.T) (server, client net.Conn) {
+	server, client = net.Pipe()
+	t.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
+}
+
+// TestFrameLimitAcceptRetriesFailedAccepts: kfake stops accepting for good at the first error
+// its listener returns, so a moment without file descriptors (20000 idle connections to any
+// port of the process did it) used to end the broker while the rest of the service went on.
+func TestFrameLimitAcceptRetriesFailedAccepts(t *testing.T) {
+	server, _ := pipe(t)
+	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	l, slept := testListener(&scriptListener{script: []any{emfile, emfile, syscall.ECONNABORTED, server}})
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatalf("Accept after transient errors: %v, want the connection", err)
+	}
+	if fc, ok := conn.(*frameLimitConn); !ok || fc.Conn != server {
+		t.Fatalf("Accept returned %v, want the scripted connection", conn)
+	}
+	if want := []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(*slept, want) {
+		t.Fatalf("backoff %v, want %v", *slept, want)
+	}
+	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept of a closed listener: %v, want net.ErrClosed", err)
+	}
+}
+
+func TestFrameLimitClosesConnectionsBeyondTheCap(t *testing.T) {
+	a, _ := pipe(t)
+	b, _ := pipe(t)
+	c, cPeer := pipe(t)
+	d, _ := pipe(t)
+	l, _ := testListener(&scriptListener{script: []any{a, b, c}})
+	l.maxConns = 2
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	// The third is closed as it is accepted; Accept goes on to the next, here the end.
+	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept beyond the cap: %v, want the listener's end", err)
+	}
+	if _, err := cPeer.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the connection beyond the cap reads %v, want EOF (closed)", err)
+	}
+	// A closed connection frees its place, once however often it is closed.
+	first.Close()
+	first.Close()
+	l.Listener = &scriptListener{script: []any{d}}
+	if conn, err := l.Accept(); err != nil || conn.(*frameLimitConn).Conn != d {
+		t.Fatalf("Accept after a close: %v, %v; want the next connection", conn, err)
+	}
+	if got := l.open.Load(); got != 2 {
+		t.Fatalf("%d connections counted open, want 2", got)
+	}
+}
+
+// TestFrameLimitBudgetBoundsLargeFramesInFlight: before, each connection could make kfake
+// hold a body of up to 17 MiB (40 connections sending 17 MiB - 2 bytes each: +680 MB RSS).
+func TestFrameLimitBudgetBoundsLargeFramesInFlight(t *testing.T) {
+	const size = largeFrameBytes + 1
+	l, _ := testListener(nil)
+	l.budget = semaphore.NewWeighted(size + size/2) // room for one large frame
+	l.wait = 50 * time.Millisecond
+	conn := func(script ...[]byte) *frameLimitConn {
+		server, client := pipe(t)
+		go func() {
+			for _, b := range script {
+				if _, err := client.Write(b); err != nil {
+					return
+				}
+			}
+		}()
+		return &frameLimitConn{Conn: server, max: l.max, listener: l}
+	}
+	prefix := binary.BigEndian.AppendUint32(nil, size)
+	body := bytes.Repeat([]byte{'x'}, size)
+
+	first := conn(prefix, body[:10]) // announces a large frame and sends a little of it
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(first, buf); err != nil {
+		t.Fatalf("the first large frame: %v", err)
+	}
+	second := conn(prefix)
+	if _, err := io.ReadFull(second, buf); !errors.Is(err, errBrokerBusy) {
+		t.Fatalf("a large frame beyond the budget: %v, want errBrokerBusy", err)
+	}
+	// Small frames never wait for the budget.
+	small := conn(frame("small"))
+	if got, err := readFrames(io.LimitReader(small, 9)); err != io.EOF || len(got) != 1 || got[0] != "small" {
+		t.Fatalf("a small frame while the budget is spent: %q, %v", got, err)
+	}
+	// A connection closed in the middle of a large frame gives its budget back.
+	if _, err := io.ReadFull(first, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	third := conn(prefix, body)
+	got := make([]byte, 4+size)
+	if _, err := io.ReadFull(third, got); err != nil {
+		t.Fatalf("a large frame once the budget is free: %v", err)
+	}
+	// So does a frame whose body has been read whole, with its connection still open.
+	if !l.budget.TryAcquire(size + size/2) {
+		t.Fatal("the budget was not given back whole once the frame was read")
+	}
+}
+
+// TestFrameLimitBodyMustArriveInTime: a client that announces a frame and sends its body
+// slowly (or never) holds the frame's budget only until the body deadline.
+func TestFrameLimitBodyMustArriveInTime(t *testing.T) {
+	l, _ := testListener(nil)
+	l.body = 50 * time.Millisecond
+	server, client := pipe(t)
+	go func() { _, _ = client.Write(append(binary.BigEndian.AppendUint32(nil, 10), "abc"...)) }()
+	c := &frameLimitConn{Conn: server, max: l.max, listener: l}
+	start := time.Now()
+	_, err := readFrames(c)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a body that never completes: %v, want a timeout", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("waited %v for the body", waited)
+	}
 }
