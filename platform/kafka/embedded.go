@@ -115,7 +115,6 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 	kopts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.DataDir(dataDir),
-		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(cfg.partitions),
 		// Lets clients (tests, tools) use sessions shorter than a real broker's 6 s
 		// minimum, so that a dead member is noticed quickly.
@@ -146,6 +145,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		return nil, fmt.Errorf("embedded kafka: start: %w", err)
 	}
 	e := &Embedded{cluster: cluster, brokers: cluster.ListenAddrs(), logger: logger, unlock: unlock, partitions: cfg.partitions}
+	installTopicLimits(cluster, cfg.partitions)
 	if err := e.ensureTopics(); err != nil {
 		e.Close()
 		return nil, err
