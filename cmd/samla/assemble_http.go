@@ -71,7 +71,7 @@ func (s *Service) startHTTP() error {
 				engine.ServeHTTP(w, r)
 			})
 		}
-		if err := s.serve("http", s.cfg.HTTPAddr, handler); err != nil {
+		if err := s.listen("http", s.cfg.HTTPAddr, handler, nil, httpapi.ServerMaxHeaderBytes); err != nil {
 			return err
 		}
 		// The same engine, without the sandbox's simulated user, on the mutual-TLS listener.
@@ -80,7 +80,7 @@ func (s *Service) startHTTP() error {
 		}
 	}
 	if s.cfg.OpsAddr != "" {
-		if err := s.serve("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready, s.cfg.Profiling)); err != nil {
+		if err := s.listen("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready, s.cfg.Profiling), nil, httpapi.OpsMaxHeaderBytes); err != nil {
 			return err
 		}
 	}
@@ -142,11 +142,10 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 	return nil
 }
 
-func (s *Service) serve(name, addr string, h http.Handler) error { return s.listen(name, addr, h, nil) }
-
 // listen serves h on addr, over TLS when tlsConfig is set (the mutual-TLS listener), with the
-// bounds every listener shares: header and body timeouts, a header size, a connection count.
-func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Config) error {
+// bounds every listener shares: header and body timeouts, a connection count, and the header
+// size it is given.
+func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Config, maxHeaderBytes int) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
@@ -154,12 +153,17 @@ func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Confi
 	if s.cfg.MaxConnections > 0 {
 		ln = netutil.LimitListener(ln, s.cfg.MaxConnections) // more wait in the backlog, unaccepted
 	}
-	// MaxHeaderBytes is far above httpapi.MaxHeaderBytes, so that the engine refuses oversize
-	// headers itself with a 431 problem; only above this hard bound does net/http answer its
-	// own plain-text 431 before any handler runs.
+	// On the API listeners maxHeaderBytes is above httpapi.MaxHeaderBytes, so that the engine
+	// refuses oversize headers itself with a 431 problem; only above this hard bound does
+	// net/http answer its own plain-text 431 before any handler runs.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, ReadTimeout: 60 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: httpapi.ServerMaxHeaderBytes}
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeaderBytes}
 	if tlsConfig != nil {
+		// HTTP/2 is negotiated here: each open stream holds its headers, a goroutine and a
+		// body buffer (~70 KB), and Go's default of 250 a connection let 20 connections take
+		// 280 MB. 32 a connection still lets one client poll thousands of collections a
+		// second over a single connection.
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: mtlsMaxConcurrentStreams}
 		// A failed handshake (no certificate, another CA) is the client's mistake, not the
 		// server's: net/http's messages go to the debug log.
 		srv.TLSConfig = tlsConfig

@@ -60,7 +60,7 @@ func (s *Service) startMTLS(engine http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("mutual TLS: %w", err)
 	}
-	return s.listen("mtls", s.cfg.MTLSAddr, httpapi.MTLSListener(engine), mtlsca.ServerTLSConfig(serverCert, ca.Pool()))
+	return s.listen("mtls", s.cfg.MTLSAddr, httpapi.MTLSListener(engine), mtlsca.ServerTLSConfig(serverCert, ca.Pool()), httpapi.ServerMaxHeaderBytes)
 }
 
 // mtlsServerCertificate is the listener's certificate: the files configured, or the one the CA
@@ -153,3 +153,7 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 
 // MTLSAddr is the mutual-TLS listener's bound address, "" when it is off.
 func (s *Service) MTLSAddr() string { return s.addrs["mtls"] }
+
+// mtlsMaxConcurrentStreams is how many HTTP/2 streams one connection to the mutual-TLS
+// listener may have open at once.
+const mtlsMaxConcurrentStreams = 32

@@ -79,6 +79,36 @@ func TestListenerAnswersHostileRequestsWithProblems(t *testing.T) {
 		problem("one long header", code, rh, body, http.StatusRequestHeaderFieldsTooLarge, httpapi.CodeHeadersTooLarge)
 	})
 
+	// Past the servers' own bounds net/http refuses before any handler runs: it holds a
+	// connection's header bytes until they end, so the bound is what a slow sender can make it
+	// hold. The ops listener, whose callers send a few hundred bytes, has the lower one.
+	t.Run("headers past the server's bound", func(t *testing.T) {
+		long := http.Header{"X-Filler": {strings.Repeat("v", httpapi.ServerMaxHeaderBytes+8<<10)}}
+		// net/http's own 431 is plain text; the engine's (below the bound) is problem+json.
+		if code, h, body := send(http.MethodGet, "/companies", long); code != http.StatusRequestHeaderFieldsTooLarge ||
+			strings.HasPrefix(h.Get("Content-Type"), httpapi.ContentTypeProblem) {
+			t.Errorf("API headers past %d bytes = %d %s %s, want net/http's 431", httpapi.ServerMaxHeaderBytes, code, h.Get("Content-Type"), body)
+		}
+		req, err := http.NewRequest(http.MethodGet, "http://"+svc.OpsAddr()+"/livez", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Filler", strings.Repeat("v", httpapi.OpsMaxHeaderBytes+8<<10))
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("ops headers past %d bytes = %d, want 431", httpapi.OpsMaxHeaderBytes, res.StatusCode)
+		}
+		if res, err := client.Get("http://" + svc.OpsAddr() + "/livez"); err != nil || res.StatusCode != http.StatusOK {
+			t.Errorf("GET /livez = %v, %v", res, err)
+		} else {
+			_ = res.Body.Close()
+		}
+	})
+
 	t.Run("duplicate credentials", func(t *testing.T) {
 		h := http.Header{httpapi.HeaderAPIKey: {testAPIKey, "samla_sandbox_another_clients_key"}}
 		code, rh, body := send(http.MethodGet, "/companies", h)

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/samla/samla/command/clients"
 	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/mtlsca"
@@ -235,6 +237,9 @@ func TestMutualTLSEndToEnd(t *testing.T) {
 	if a := m.get(certs["beta-test"], "/companies", keys["beta"]); a.err != nil || a.status != 200 {
 		t.Fatalf("beta's certificate after acme's revocation: %s", a)
 	}
+	if n := mtlsStreamLimit(t, svc.MTLSAddr(), pool, certs["beta-test"]); n != mtlsMaxConcurrentStreams {
+		t.Fatalf("the listener offers %d concurrent HTTP/2 streams, want %d", n, mtlsMaxConcurrentStreams)
+	}
 
 	// mTLS-only: refused on the plain listener, served on the mTLS one.
 	on := true
@@ -436,5 +441,40 @@ func TestMTLSConfiguration(t *testing.T) {
 	off.MTLSAddr = ""
 	if err := off.validate(); err != nil {
 		t.Fatalf("no mTLS listener: %v", err)
+	}
+}
+
+// mtlsStreamLimit negotiates HTTP/2 with the mutual-TLS listener and returns the
+// SETTINGS_MAX_CONCURRENT_STREAMS its first SETTINGS frame announces (0: none announced).
+func mtlsStreamLimit(t *testing.T, addr string, ca *x509.CertPool, cert *tls.Certificate) uint32 {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca, Certificates: []tls.Certificate{*cert},
+		NextProtos: []string{http2.NextProtoTLS}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if p := conn.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {
+		t.Fatalf("negotiated %q, want h2", p)
+	}
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	framer := http2.NewFramer(conn, conn)
+	if err := framer.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := framer.ReadFrame()
+		if err != nil {
+			t.Fatalf("read the server's SETTINGS: %v", err)
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			v, _ := sf.Value(http2.SettingMaxConcurrentStreams)
+			return v
+		}
 	}
 }

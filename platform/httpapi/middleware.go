@@ -294,8 +294,14 @@ const (
 	// MaxHeaderValueBytes bounds one header value.
 	MaxHeaderValueBytes = 8 << 10
 	// ServerMaxHeaderBytes is what http.Server.MaxHeaderBytes should be for listeners that
-	// serve NewEngine's engine.
-	ServerMaxHeaderBytes = 1 << 20
+	// serve NewEngine's engine: room for the engine to see and refuse headers a few times
+	// MaxHeaderBytes, and no more, since net/http holds a connection's header bytes until they
+	// end (Go's default of 1 MiB let 300 connections sending one long header line hold 530 MB).
+	ServerMaxHeaderBytes = 128 << 10
+	// OpsMaxHeaderBytes is http.Server.MaxHeaderBytes of the ops listener, whose callers (a
+	// metrics scraper, a liveness probe) send a few hundred bytes and which has no header
+	// limits of its own.
+	OpsMaxHeaderBytes = 16 << 10
 )
 
 // headerFieldOverhead is what a header line costs beyond its name and value (": ", CRLF).
