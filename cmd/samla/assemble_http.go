@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/net/netutil"
 
 	"github.com/samla/samla/command/app"
 	"github.com/samla/samla/command/httpcmd"
@@ -71,7 +70,7 @@ func (s *Service) startHTTP() error {
 				engine.ServeHTTP(w, r)
 			})
 		}
-		if err := s.listen("http", s.cfg.HTTPAddr, handler, nil, httpapi.ServerMaxHeaderBytes); err != nil {
+		if err := s.listen("http", s.cfg.HTTPAddr, handler, nil, httpapi.ServerMaxHeaderBytes, s.budgets.public); err != nil {
 			return err
 		}
 		// The same engine, without the sandbox's simulated user, on the mutual-TLS listener.
@@ -80,7 +79,7 @@ func (s *Service) startHTTP() error {
 		}
 	}
 	if s.cfg.OpsAddr != "" {
-		if err := s.listen("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready, s.cfg.Profiling), nil, httpapi.OpsMaxHeaderBytes); err != nil {
+		if err := s.listen("ops", s.cfg.OpsAddr, httpapi.NewOpsHandler(s.gatherer, s.ready, s.cfg.Profiling), nil, httpapi.OpsMaxHeaderBytes, s.budgets.ops); err != nil {
 			return err
 		}
 	}
@@ -143,16 +142,14 @@ func (s *Service) registerRoutes(engine *gin.Engine, sessions sessionAuth) error
 }
 
 // listen serves h on addr, over TLS when tlsConfig is set (the mutual-TLS listener), with the
-// bounds every listener shares: header and body timeouts, a connection count, and the header
-// size it is given.
-func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Config, maxHeaderBytes int) error {
+// bounds every listener shares, header and body timeouts, and the header size and connection
+// budget it is given (connbudget.go).
+func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Config, maxHeaderBytes int, budget *connBudget) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s on %s: %w", name, addr, err)
 	}
-	if s.cfg.MaxConnections > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.MaxConnections) // more wait in the backlog, unaccepted
-	}
+	ln = budget.wrap(ln) // more wait in the backlog, unaccepted
 	// On the API listeners maxHeaderBytes is above httpapi.MaxHeaderBytes, so that the engine
 	// refuses oversize headers itself with a 431 problem; only above this hard bound does
 	// net/http answer its own plain-text 431 before any handler runs.

@@ -60,7 +60,7 @@ func (s *Service) startMTLS(engine http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("mutual TLS: %w", err)
 	}
-	return s.listen("mtls", s.cfg.MTLSAddr, httpapi.MTLSListener(engine), mtlsca.ServerTLSConfig(serverCert, ca.Pool()), httpapi.ServerMaxHeaderBytes)
+	return s.listen("mtls", s.cfg.MTLSAddr, httpapi.MTLSListener(engine), mtlsca.ServerTLSConfig(serverCert, ca.Pool()), httpapi.ServerMaxHeaderBytes, s.budgets.public)
 }
 
 // mtlsServerCertificate is the listener's certificate: the files configured, or the one the CA

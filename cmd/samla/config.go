@@ -71,8 +71,9 @@ type Config struct {
 	PublicURL          string
 
 	// ReadHeaderTimeout is how long a client may take to send a request's header, and
-	// MaxConnections how many connections each listener holds at once (0: no bound): slow or
-	// many clients cannot hold the server's connections.
+	// MaxConnections how many connections the public listeners (API and mutual TLS) hold at
+	// once together (0: as many as the file descriptor limit leaves): slow or many clients
+	// cannot hold the server's connections.
 	ReadHeaderTimeout time.Duration
 	MaxConnections    int
 
@@ -139,7 +140,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.IntVar(&c.SessionRateBurst, "session-rate-burst", env.Int("SAMLA_SESSION_RATE_BURST", httpapi.DefaultSessionRateBurst), "burst of requests per session user [SAMLA_SESSION_RATE_BURST]")
 	fs.IntVar(&c.AuthFailureLimit, "auth-failure-limit", env.Int("SAMLA_AUTH_FAILURE_LIMIT", httpapi.DefaultAuthFailureMax), "failed authentications (bad API keys or session tokens) one source address may make per minute; more are refused with 429 before any lookup. The connection's address counts, never X-Forwarded-For: behind a reverse proxy set 0 (off) and limit them at the proxy [SAMLA_AUTH_FAILURE_LIMIT]")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", env.Duration("SAMLA_READ_HEADER_TIMEOUT", 10*time.Second), "how long a client may take to send a request's header before its connection is closed [SAMLA_READ_HEADER_TIMEOUT]")
-	fs.IntVar(&c.MaxConnections, "max-connections", env.Int("SAMLA_MAX_CONNECTIONS", 10000), "connections each listener (API, ops) holds at once; more wait to be accepted; 0: no bound [SAMLA_MAX_CONNECTIONS]")
+	fs.IntVar(&c.MaxConnections, "max-connections", env.Int("SAMLA_MAX_CONNECTIONS", 10000), "connections the API and mutual-TLS listeners hold at once together, cut to what the file descriptor limit leaves; more wait to be accepted; 0: what that limit leaves [SAMLA_MAX_CONNECTIONS]")
 	fs.DurationVar(&c.StaleClaimAfter, "stale-claim-after", env.Duration("SAMLA_STALE_CLAIM_AFTER", worker.DefaultStaleClaimAfter), "another worker may take over a collection whose worker recorded nothing for this long [SAMLA_STALE_CLAIM_AFTER]")
 	fs.DurationVar(&c.MockSignDelay, "mock-sign-delay", env.Duration("SAMLA_MOCK_SIGN_DELAY", time.Second), "how long the simulated user of the MOCK login method takes to sign [SAMLA_MOCK_SIGN_DELAY]")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", env.Duration("SAMLA_SHUTDOWN_TIMEOUT", 15*time.Second), "graceful shutdown limit [SAMLA_SHUTDOWN_TIMEOUT]")

@@ -71,6 +71,7 @@ type Service struct {
 	catalog        *domaincompany.Catalog
 	sandbox        *sandbox.Sandbox
 	servers        []*http.Server
+	budgets        connBudgets // of the listeners' connections
 	addrs          map[string]string
 
 	// userService is the command role's users (commandUsers), built once.
@@ -105,6 +106,12 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	}()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	var public int
+	s.budgets, public = newConnBudgets(cfg.MaxConnections)
+	if public != cfg.MaxConnections {
+		logger.Warn("the public listeners hold fewer connections than --max-connections: the file descriptor limit leaves no more",
+			"max_connections", cfg.MaxConnections, "held", public)
 	}
 	// Held until the stores are closed (the first closer runs last), so that no rebuild empties
 	// the read models under the roles.
@@ -164,7 +171,8 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		sb, err := sandbox.Start(context.Background(), sandbox.WithAddr(cfg.SandboxAddr),
 			sandbox.WithLatency(0, time.Duration(cfg.SandboxLatencyMS)*time.Millisecond),
 			sandbox.WithMockSignDelay(cfg.MockSignDelay), sandbox.WithEIDOrderTimeout(cfg.EIDOrderTimeout),
-			sandbox.WithUserDelay(sandboxUserDelay), sandbox.WithLogger(logger.With("role", "sandbox")))
+			sandbox.WithUserDelay(sandboxUserDelay), sandbox.WithLogger(logger.With("role", "sandbox")),
+			sandbox.WithListener(s.budgets.sandbox.wrap))
 		if err != nil {
 			return nil, fmt.Errorf("start sandbox: %w", err)
 		}

@@ -115,6 +115,7 @@ type Option func(*options)
 
 type options struct {
 	addr            string
+	wrapListener    func(net.Listener) net.Listener
 	latencyMin      time.Duration
 	latencyMax      time.Duration
 	failureRate     float64
@@ -139,6 +140,12 @@ type options struct {
 
 // WithAddr sets the listen address; the default 127.0.0.1:0 picks a free port.
 func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithListener has Start serve on wrap(listener): a bound on the connections it holds (the
+// service's connection budget).
+func WithListener(wrap func(net.Listener) net.Listener) Option {
+	return func(o *options) { o.wrapListener = wrap }
+}
 
 // WithLatency sets the range each company request is delayed by (uniformly); 0, 0 turns
 // latency off, which tests want.
@@ -308,6 +315,9 @@ func Start(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	ln, err := net.Listen("tcp", s.opts.addr)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox listen on %s: %w", s.opts.addr, err)
+	}
+	if s.opts.wrapListener != nil {
+		ln = s.opts.wrapListener(ln)
 	}
 	s.ln, s.url = ln, "http://"+ln.Addr().String()
 	readTimeout, idleTimeout := s.serverTimeouts()

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// acceptAsync accepts one connection from ln in the background.
+func acceptAsync(ln net.Listener) chan net.Conn {
+	got := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(got)
+			return
+		}
+		got <- c
+	}()
+	return got
+}
+
+func listen(t *testing.T, b *connBudget) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = b.wrap(ln)
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
+
+func dial(t *testing.T, ln net.Listener) {
+	t.Helper()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+}
+
+// TestConnBudgetIsSharedByItsListeners: two listeners of one budget of 2 hold 2 connections
+// together; the third waits until one closes (a second Close releases nothing more), and
+// closing a waiting listener ends its Accept.
+func TestConnBudgetIsSharedByItsListeners(t *testing.T) {
+	b := newConnBudget(2)
+	a, c := listen(t, b), listen(t, b)
+	dial(t, a)
+	dial(t, c)
+	first, second := <-acceptAsync(a), <-acceptAsync(c)
+	if first == nil || second == nil {
+		t.Fatal("the first two connections were not accepted")
+	}
+	dial(t, a)
+	third := acceptAsync(a)
+	select {
+	case <-third:
+		t.Fatal("a third connection was accepted beyond the budget of 2")
+	case <-time.After(100 * time.Millisecond):
+	}
+	_ = second.Close()
+	_ = second.Close() // releases its slot once
+	select {
+	case conn := <-third:
+		if conn == nil {
+			t.Fatal("the waiting Accept failed")
+		}
+		defer conn.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("a closed connection did not let the waiting one in")
+	}
+	if n := len(b.slots); n != 2 {
+		t.Fatalf("%d slots taken, want 2 (the first and the third)", n)
+	}
+	waiting := acceptAsync(c)
+	_ = c.Close()
+	select {
+	case conn := <-waiting:
+		if conn != nil {
+			t.Fatal("a closed listener accepted a connection")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing the listener did not end its waiting Accept")
+	}
+	_ = first.Close()
+	if _, err := c.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept on a closed listener: %v", err)
+	}
+}
+
+// TestOpsAnswersWhileThePublicBudgetIsTaken: idle connections that take every slot of the API
+// listener leave the ops listener's probes answering.
+func TestOpsAnswersWhileThePublicBudgetIsTaken(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxConnections = 3
+	svc := start(t, cfg)
+	defer stop(t, svc)
+	for range cfg.MaxConnections + 2 {
+		c, err := net.Dial("tcp", svc.HTTPAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	client := &http.Client{Timeout: 500 * time.Millisecond}
+	if res, err := client.Get("http://" + svc.HTTPAddr() + "/health"); err == nil {
+		_ = res.Body.Close()
+		t.Fatal("the API answered past its budget of 3 held connections")
+	}
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + svc.OpsAddr() + "/livez")
+	if err != nil {
+		t.Fatalf("GET /livez while the API's connections are all held: %v", err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /livez = %d", res.StatusCode)
+	}
+}
+
+// TestConnBudgetsStayWithinTheFileLimit: the budgets together leave fdReserve of the process's
+// descriptor limit, however many connections are asked for.
+func TestConnBudgetsStayWithinTheFileLimit(t *testing.T) {
+	limit, ok := fileLimit()
+	if !ok {
+		t.Skip("no finite RLIMIT_NOFILE")
+	}
+	_, public := newConnBudgets(1 << 30)
+	if total := public + opsConnections + sandboxConnections; total > limit-fdReserve && public > 64 {
+		t.Fatalf("budgets of %d connections with a limit of %d descriptors", total, limit)
+	}
+	if _, public := newConnBudgets(10); public != 10 {
+		t.Fatalf("a small --max-connections became %d", public)
+	}
+}
