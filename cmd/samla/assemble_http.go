@@ -182,7 +182,9 @@ func (s *Service) listen(name, addr string, h http.Handler, tlsConfig *tls.Confi
 	return nil
 }
 
-// ready reports whether the process can serve: its read models answer and no role failed.
+// ready reports whether the process can serve: no role failed, its read models answer and a
+// Kafka broker takes connections (the embedded broker's port once closed for good at one failed
+// accept, and every probe still answered 200 while nothing was published or projected).
 func (s *Service) ready(ctx context.Context) error {
 	select {
 	case <-s.done:
@@ -194,5 +196,27 @@ func (s *Service) ready(ctx context.Context) error {
 			return fmt.Errorf("read models: %w", err)
 		}
 	}
+	if len(s.brokers) > 0 {
+		if err := anyReachable(ctx, s.brokers); err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+	}
 	return nil
+}
+
+// brokerDialTimeout bounds a readiness probe's connection to one broker.
+const brokerDialTimeout = 2 * time.Second
+
+// anyReachable connects to the brokers in turn until one accepts.
+func anyReachable(ctx context.Context, brokers []string) error {
+	var errs []error
+	d := net.Dialer{Timeout: brokerDialTimeout}
+	for _, b := range brokers {
+		conn, err := d.DialContext(ctx, "tcp", b)
+		if err == nil {
+			return conn.Close()
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("no broker takes connections: %w", errors.Join(errs...))
 }

@@ -135,3 +135,26 @@ func TestConnBudgetsStayWithinTheFileLimit(t *testing.T) {
 		t.Fatalf("a small --max-connections became %d", public)
 	}
 }
+
+// TestReadyzSeesTheBroker: /readyz answers 503 once the Kafka broker takes no connections.
+func TestReadyzSeesTheBroker(t *testing.T) {
+	svc := start(t, testConfig(t, t.TempDir()))
+	defer stop(t, svc)
+	client := &http.Client{Timeout: 5 * time.Second}
+	readyz := func() int {
+		t.Helper()
+		res, err := client.Get("http://" + svc.OpsAddr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	if code := readyz(); code != http.StatusOK {
+		t.Fatalf("/readyz = %d with the broker up", code)
+	}
+	svc.broker.Close()
+	if code := readyz(); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz = %d with the broker down, want 503", code)
+	}
+}
