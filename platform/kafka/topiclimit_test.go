@@ -2,12 +2,18 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samla/samla/eventschema"
@@ -172,5 +178,67 @@ func TestTopicLimitsReserveNothingForWhatKfakeRefuses(t *testing.T) {
 	}
 	if _, _, handled := l.createPartitions(cp); handled || l.created != 0 {
 		t.Fatalf("CreatePartitions kfake refuses: handled %v, reserved %d, want false and 0", handled, l.created)
+	}
+}
+
+// TestTopicLimitsRetainNoRequests: kfake's control functions remember, for every connection
+// they ever saw, that connection's last request, and never forget it; a control function kept
+// for the life of the broker retained every CreateTopics request of every connection that ever
+// sent one: 40 closed connections that each sent one of 1 MiB held 40 MiB for good.
+func TestTopicLimitsRetainNoRequests(t *testing.T) {
+	e := startEmbedded(t, t.TempDir())
+	big := strings.Repeat("v", 32<<10-1) // a Kafka string's most
+	send := func(i int) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version = 4
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("retained-%d", i), maxTopicPartitions+1, 1
+		for j := range 32 { // 1 MiB
+			cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+			cfg.Name, cfg.Value = fmt.Sprint("x", j), &big
+			rt.Configs = append(rt.Configs, cfg)
+		}
+		req.Topics = append(req.Topics, rt)
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, int32(i))
+		conn, err := net.Dial("tcp", e.Brokers()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := conn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		size := make([]byte, 4)
+		if _, err := io.ReadFull(conn, size); err != nil {
+			t.Fatalf("the answer to request %d: %v", i, err)
+		}
+		body := make([]byte, binary.BigEndian.Uint32(size))
+		if _, err := io.ReadFull(conn, body); err != nil {
+			t.Fatal(err)
+		}
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		if err := resp.ReadFrom(body[4:]); err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.PolicyViolation.Code {
+			t.Fatalf("answer to request %d: %v %+v, want POLICY_VIOLATION", i, err, resp.Topics)
+		}
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	send(-1)
+	time.Sleep(100 * time.Millisecond)
+	before := heap()
+	const n = 40
+	for i := range n {
+		send(i)
+	}
+	time.Sleep(200 * time.Millisecond) // kfake's connection goroutines end
+	if grown := int64(heap()) - int64(before); grown > n<<20/4 {
+		t.Fatalf("the heap grew by %d MiB after %d connections sent a CreateTopics of 1 MiB and closed", grown>>20, n)
 	}
 }
