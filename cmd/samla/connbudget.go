@@ -32,18 +32,28 @@ type connBudgets struct {
 // newConnBudgets sizes the budgets: the public listeners share maxConnections (0: no bound of
 // their own), cut to what the descriptor limit leaves once the others have theirs.
 func newConnBudgets(maxConnections int) (connBudgets, int) {
-	public := maxConnections
-	if limit, ok := fileLimit(); ok {
-		room := limit - fdReserve - opsConnections - sandboxConnections
-		if public <= 0 || public > room {
-			public = max(room, 64)
-		}
-	}
+	limit, ok := fileLimit()
+	public := publicConnections(maxConnections, limit, ok)
 	b := connBudgets{ops: newConnBudget(opsConnections), sandbox: newConnBudget(sandboxConnections)}
 	if public > 0 {
 		b.public = newConnBudget(public)
 	}
 	return b, public
+}
+
+// publicConnections is the public listeners' budget for --max-connections asked (0: no bound
+// of their own) under a descriptor limit (finite: limit is one): what was asked, cut to what
+// the limit leaves once the others have theirs, but never below 64 (a limit too small for the
+// reserve still serves some clients) nor above what was asked.
+func publicConnections(asked, limit int, finite bool) int {
+	if !finite {
+		return asked
+	}
+	room := max(limit-fdReserve-opsConnections-sandboxConnections, 64)
+	if asked <= 0 {
+		return room
+	}
+	return min(asked, room)
 }
 
 // fileLimit is the process's soft RLIMIT_NOFILE, if it has a finite one.

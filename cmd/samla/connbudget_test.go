@@ -158,3 +158,28 @@ func TestReadyzSeesTheBroker(t *testing.T) {
 		t.Fatalf("/readyz = %d with the broker down, want 503", code)
 	}
 }
+
+// TestPublicConnectionsAreCutNeverRaised: --max-connections is cut to what the descriptor
+// limit leaves, to no less than 64, and never raised above what was asked; 0 asks for what the
+// limit leaves. (A limit of 2,000 used to turn --max-connections 10 into 64.)
+func TestPublicConnectionsAreCutNeverRaised(t *testing.T) {
+	others := fdReserve + opsConnections + sandboxConnections
+	for _, tc := range []struct {
+		asked, limit int
+		finite       bool
+		want         int
+	}{
+		{10000, 1 << 20, true, 10000},
+		{10000, others + 5000, true, 5000},
+		{10, 2000, true, 10},
+		{100, 2000, true, 64},
+		{0, others + 5000, true, 5000},
+		{0, 2000, true, 64},
+		{0, 0, false, 0},
+		{10000, 0, false, 10000},
+	} {
+		if got := publicConnections(tc.asked, tc.limit, tc.finite); got != tc.want {
+			t.Errorf("asked %d, limit %d (finite %v): %d, want %d", tc.asked, tc.limit, tc.finite, got, tc.want)
+		}
+	}
+}

@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	}
 	var public int
 	s.budgets, public = newConnBudgets(cfg.MaxConnections)
-	if public != cfg.MaxConnections {
+	if cfg.MaxConnections > 0 && public < cfg.MaxConnections {
 		logger.Warn("the public listeners hold fewer connections than --max-connections: the file descriptor limit leaves no more",
 			"max_connections", cfg.MaxConnections, "held", public)
 	}
