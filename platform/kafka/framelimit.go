@@ -27,8 +27,10 @@ const maxRequestBytes = maxMessageBytes + 1<<20
 // end the broker.
 const (
 	// brokerMaxConnections is how many connections the broker holds at once; more are closed
-	// as they are accepted, so that they cannot use up the process's file descriptors.
-	brokerMaxConnections = 1024
+	// as they are accepted, so that they cannot use up the process's file descriptors (the
+	// service's own clients hold about 35; this stays well inside the 1,024 descriptors the
+	// listeners leave to the stores and the broker, cmd/samla's fdReserve).
+	brokerMaxConnections = 256
 	// largeFrameBytes: a frame whose body is larger takes its size from the broker's budget of
 	// large frames in flight before its body is read (and allocated by kfake).
 	largeFrameBytes = 64 << 10
