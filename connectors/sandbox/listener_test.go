@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// A keep-alive connection that starts no next request is closed after the idle timeout; it
-// used to be held for the life of the process.
-func TestListenerClosesIdleConnections(t *testing.T) {
-	sb, err := Start(context.Background(), WithLatency(0, 0), func(o *options) { o.idleTimeout = 100 * time.Millisecond })
+// dialSandbox starts a sandbox with opts and connects to it; both end with the test.
+func dialSandbox(t *testing.T, opts ...Option) net.Conn {
+	t.Helper()
+	sb, err := Start(context.Background(), append([]Option{WithLatency(0, 0)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,14 @@ func TestListenerClosesIdleConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// A keep-alive connection that starts no next request is closed after the idle timeout; it
+// used to be held for the life of the process.
+func TestListenerClosesIdleConnections(t *testing.T) {
+	conn := dialSandbox(t, func(o *options) { o.idleTimeout = 100 * time.Millisecond })
 	if _, err := conn.Write([]byte("GET /sandbox/companies HTTP/1.1\r\nHost: sandbox\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +37,7 @@ func TestListenerClosesIdleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The answer, then EOF once the idle timeout has passed.
-	_, err = io.ReadAll(conn)
+	_, err := io.ReadAll(conn)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("the sandbox kept an idle keep-alive connection open")
@@ -38,16 +45,7 @@ func TestListenerClosesIdleConnections(t *testing.T) {
 }
 
 func TestListenerRefusesOversizeHeaders(t *testing.T) {
-	sb, err := Start(context.Background(), WithLatency(0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sb.Close() })
-	conn, err := net.Dial("tcp", strings.TrimPrefix(sb.URL(), "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialSandbox(t)
 	req := "GET /sandbox/companies HTTP/1.1\r\nHost: sandbox\r\nX-Big: " + strings.Repeat("a", maxHeaderBytes+8192) + "\r\n\r\n"
 	if _, err := conn.Write([]byte(req)); err != nil {
 		t.Fatal(err)
