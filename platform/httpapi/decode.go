@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-json-experiment/json"
@@ -321,9 +324,21 @@ func DecodeJSON(c *gin.Context, dst any, limits Limits) bool {
 	if err == nil {
 		return true
 	}
+	if errors.Is(err, errBodyBudget) {
+		c.Header("Retry-After", strconv.Itoa(max(1, int(LargeBodyWait/time.Second))))
+	}
 	WriteProblem(c, DecodeProblem("", err))
 	return false
 }
+
+// budgetedBodyBytes is the size above which a body MaxBody did not budget takes its size from
+// the budget of large bodies in flight while decodeBody reads and decodes it. Commands are a
+// few hundred bytes; without this, bodies of up to a route's 1 MiB that clients really send,
+// slowly, were buffered whole per request (300 connections: 240 MB for up to a minute).
+const budgetedBodyBytes = 64 << 10
+
+// errBodyBudget is a body that found no room in the budget of large bodies in time: 503.
+var errBodyBudget = errors.New("too many large request bodies in flight")
 
 // maxUnbudgetedPrealloc bounds the buffer decodeBody sizes from a Content-Length before the
 // body's bytes arrive, for a body outside the budget of large bodies. Sizing it to the whole
@@ -336,14 +351,37 @@ const maxUnbudgetedPrealloc = 16 << 10
 // within the route's limit (a larger one fails at the first read anyway): the whole of it for
 // a large body, whose size MaxBody has taken from the budget of large bodies in flight, at
 // most maxUnbudgetedPrealloc for any other.
+//
+// A body above budgetedBodyBytes that MaxBody did not budget (its Content-Length, or the route's
+// limit when it has none) takes its size from that budget until it is decoded, waiting up to
+// LargeBodyWait (then errBodyBudget).
 func decodeBody(c *gin.Context, dst any, lim Limits) error {
 	var hint int64
 	if v, ok := c.Get(ginBodyKey); ok {
 		lb := v.(*limitedBody)
-		if n := c.Request.ContentLength; n > 0 && n <= lb.limit {
+		n := c.Request.ContentLength
+		if n > 0 && n <= lb.limit {
 			hint = n
-			if !lb.budgeted {
-				hint = min(n, maxUnbudgetedPrealloc)
+		}
+		if !lb.budgeted && n <= lb.limit { // a longer body fails at its first read
+			size := n
+			if size < 0 {
+				size = lb.limit // chunked: as long as the route allows
+			}
+			if size > budgetedBodyBytes && lb.large != nil {
+				weight := min(size, lb.large.budget)
+				ctx, cancel := context.WithTimeout(c.Request.Context(), lb.large.wait)
+				err := lb.large.sem.Acquire(ctx, weight)
+				cancel()
+				if err != nil {
+					if c.Request.Context().Err() != nil {
+						return c.Request.Context().Err()
+					}
+					return errBodyBudget
+				}
+				defer lb.large.sem.Release(weight)
+			} else {
+				hint = min(hint, maxUnbudgetedPrealloc)
 			}
 		}
 	}
@@ -364,6 +402,10 @@ func DecodeProblem(prefix string, err error) Problem {
 		errors.As(err, &mbe)
 		return NewProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 			fmt.Sprintf("The request body exceeds %d bytes.", mbe.Limit))
+	}
+	if errors.Is(err, errBodyBudget) {
+		return NewProblem(http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"Too many large requests are being processed; retry shortly.")
 	}
 	if fe, ok := JSONFieldError(prefix, err); ok {
 		return ValidationProblem("The request has invalid members.", fe)
