@@ -78,15 +78,6 @@ var consentFailures = map[string]consent.FailureCode{
 	"ALREADY_IN_PROGRESS": consent.FailureAuthenticationConflict,
 }
 
-// ConsentFailures returns a copy of the consent failure table, for documentation and tests.
-func ConsentFailures() map[string]consent.FailureCode {
-	out := make(map[string]consent.FailureCode, len(consentFailures))
-	for k, v := range consentFailures {
-		out[k] = v
-	}
-	return out
-}
-
 func consentFailureOf(reason string) consent.FailureCode {
 	if code, ok := consentFailures[reason]; ok {
 		return code
