@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/samla/samla/platform/metrics"
 )
 
 // Connection budgets. Each accepted connection is a file descriptor, and the process has a
@@ -72,6 +74,18 @@ func fileLimit() (int, bool) {
 type connBudget struct{ slots chan struct{} }
 
 func newConnBudget(n int) *connBudget { return &connBudget{slots: make(chan struct{}, n)} }
+
+// held is how many connections the budget's listeners hold (and Accepts wait with a slot).
+func (b *connBudget) held() int { return len(b.slots) }
+
+// report registers the budgets' gauges.
+func (b connBudgets) report(m *metrics.Metrics) {
+	for name, budget := range map[string]*connBudget{"public": b.public, "ops": b.ops, "sandbox": b.sandbox} {
+		if budget != nil {
+			m.ListenerConnections(name, cap(budget.slots), budget.held)
+		}
+	}
+}
 
 // wrap returns ln drawing from the budget; a nil budget leaves ln as it is.
 func (b *connBudget) wrap(ln net.Listener) net.Listener {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -180,6 +183,49 @@ func TestPublicConnectionsAreCutNeverRaised(t *testing.T) {
 	} {
 		if got := publicConnections(tc.asked, tc.limit, tc.finite); got != tc.want {
 			t.Errorf("asked %d, limit %d (finite %v): %d, want %d", tc.asked, tc.limit, tc.finite, got, tc.want)
+		}
+	}
+}
+
+// TestListenerConnectionGauges: /metrics shows what each budget holds and may hold.
+func TestListenerConnectionGauges(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.MaxConnections = 50
+	svc := start(t, cfg)
+	defer stop(t, svc)
+	c, err := net.Dial("tcp", svc.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + svc.OpsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`samla_listener_connections_max{budget="public"} 50`,
+		`samla_listener_connections_max{budget="ops"} 64`,
+		`samla_listener_connections_max{budget="sandbox"} 1024`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// The idle connection to the API and the scrape itself on ops; each listener's waiting
+	// Accept holds one slot ahead as well.
+	for _, want := range []string{`samla_listener_connections{budget="public"} `, `samla_listener_connections{budget="ops"} `} {
+		i := strings.Index(string(body), want)
+		if i < 0 {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+		var n int
+		if _, err := fmt.Sscan(string(body[i+len(want):]), &n); err != nil || n < 1 {
+			t.Errorf("%s%d (%v), want at least 1", want, n, err)
 		}
 	}
 }

@@ -113,6 +113,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 		logger.Warn("the public listeners hold fewer connections than --max-connections: the file descriptor limit leaves no more",
 			"max_connections", cfg.MaxConnections, "held", public)
 	}
+	s.budgets.report(s.metrics)
 	// Held until the stores are closed (the first closer runs last), so that no rebuild empties
 	// the read models under the roles.
 	releaseDataDir, err := lockDataDir(cfg, useBeside)

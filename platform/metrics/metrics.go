@@ -167,6 +167,19 @@ func New(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// ListenerConnections reports held() as the connections a budget of listeners holds and max
+// as its size (budget: public, ops or sandbox); call it once per budget. A budget that stays
+// full is clients waiting in the kernel's backlog.
+func (m *Metrics) ListenerConnections(budget string, max int, held func() int) {
+	labels := prometheus.Labels{"budget": budget}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "samla_listener_connections", Help: "Connections the listeners of a budget hold.", ConstLabels: labels,
+	}, func() float64 { return float64(held()) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "samla_listener_connections_max", Help: "Connections the listeners of a budget may hold at once.", ConstLabels: labels,
+	}, func() float64 { return float64(max) }))
+}
+
 // StatusViewRows reports rows() as the size of the in-memory status view; call it once.
 func (m *Metrics) StatusViewRows(rows func() int) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
