@@ -2,15 +2,12 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-json-experiment/json"
@@ -324,8 +321,8 @@ func DecodeJSON(c *gin.Context, dst any, limits Limits) bool {
 	if err == nil {
 		return true
 	}
-	if errors.Is(err, errBodyBudget) {
-		c.Header("Retry-After", strconv.Itoa(max(1, int(LargeBodyWait/time.Second))))
+	if v, ok := c.Get(ginBodyKey); ok && errors.Is(err, errBodyBudget) {
+		c.Header("Retry-After", v.(*limitedBody).large.retryAfter())
 	}
 	WriteProblem(c, DecodeProblem("", err))
 	return false
@@ -336,9 +333,6 @@ func DecodeJSON(c *gin.Context, dst any, limits Limits) bool {
 // few hundred bytes; without this, bodies of up to a route's 1 MiB that clients really send,
 // slowly, were buffered whole per request (300 connections: 240 MB for up to a minute).
 const budgetedBodyBytes = 64 << 10
-
-// errBodyBudget is a body that found no room in the budget of large bodies in time: 503.
-var errBodyBudget = errors.New("too many large request bodies in flight")
 
 // maxUnbudgetedPrealloc bounds the buffer decodeBody sizes from a Content-Length before the
 // body's bytes arrive, for a body outside the budget of large bodies. Sizing it to the whole
@@ -369,15 +363,9 @@ func decodeBody(c *gin.Context, dst any, lim Limits) error {
 				size = lb.limit // chunked: as long as the route allows
 			}
 			if size > budgetedBodyBytes && lb.large != nil {
-				weight := min(size, lb.large.budget)
-				ctx, cancel := context.WithTimeout(c.Request.Context(), lb.large.wait)
-				err := lb.large.sem.Acquire(ctx, weight)
-				cancel()
+				weight, err := lb.large.take(c.Request.Context(), size)
 				if err != nil {
-					if c.Request.Context().Err() != nil {
-						return c.Request.Context().Err()
-					}
-					return errBodyBudget
+					return err
 				}
 				defer lb.large.sem.Release(weight)
 			} else {
@@ -404,8 +392,7 @@ func DecodeProblem(prefix string, err error) Problem {
 			fmt.Sprintf("The request body exceeds %d bytes.", mbe.Limit))
 	}
 	if errors.Is(err, errBodyBudget) {
-		return NewProblem(http.StatusServiceUnavailable, CodeServiceUnavailable,
-			"Too many large requests are being processed; retry shortly.")
+		return NewProblem(http.StatusServiceUnavailable, CodeServiceUnavailable, bodyBudgetDetail)
 	}
 	if fe, ok := JSONFieldError(prefix, err); ok {
 		return ValidationProblem("The request has invalid members.", fe)

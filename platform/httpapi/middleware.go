@@ -179,6 +179,31 @@ type largeBodies struct {
 	wait   time.Duration // how long a request waits for room: LargeBodyWait
 }
 
+// errBodyBudget is a body that found no room in the budget of large bodies in time: a 503
+// with Retry-After (bodyBudgetDetail, largeBodies.retryAfter).
+var errBodyBudget = errors.New("too many large request bodies in flight")
+
+const bodyBudgetDetail = "Too many large requests are being processed; retry shortly."
+
+// take takes size bytes from the budget (the whole budget at most: a body larger than it goes
+// alone), waiting up to l.wait for room, and returns what to give back with sem.Release. It
+// fails with ctx's error when the client went away meanwhile, else with errBodyBudget.
+func (l *largeBodies) take(ctx context.Context, size int64) (int64, error) {
+	weight := min(size, l.budget)
+	waitCtx, cancel := context.WithTimeout(ctx, l.wait)
+	defer cancel()
+	if err := l.sem.Acquire(waitCtx, weight); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, errBodyBudget
+	}
+	return weight, nil
+}
+
+// retryAfter is the Retry-After of a request refused for want of room: the wait it had.
+func (l *largeBodies) retryAfter() string { return strconv.Itoa(max(1, int(l.wait/time.Second))) }
+
 // limitedBody enforces the request's body limit lazily, at the first read, so that a route-level
 // MaxBody (which runs after the global middleware) can still change the limit.
 type limitedBody struct {
@@ -236,18 +261,14 @@ func MaxBody(n int64) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		weight := min(size, lb.large.budget) // a body larger than the budget goes alone
-		ctx, cancel := context.WithTimeout(c.Request.Context(), lb.large.wait)
-		err := lb.large.sem.Acquire(ctx, weight)
-		cancel()
+		weight, err := lb.large.take(c.Request.Context(), size)
 		if err != nil {
-			if c.Request.Context().Err() != nil {
+			if !errors.Is(err, errBodyBudget) {
 				c.Abort() // the client went away while waiting; the access log says 499
 				return
 			}
-			c.Header("Retry-After", strconv.Itoa(max(1, int(lb.large.wait/time.Second))))
-			AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
-				"Too many large requests are being processed; retry shortly.")
+			c.Header("Retry-After", lb.large.retryAfter())
+			AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable, bodyBudgetDetail)
 			return
 		}
 		defer lb.large.sem.Release(weight)
