@@ -113,7 +113,7 @@ func (l *budgetListener) Accept() (net.Conn, error) {
 		<-l.budget.slots
 		return nil, err
 	}
-	return &budgetConn{Conn: c, release: func() { <-l.budget.slots }}, nil
+	return &budgetConn{Conn: c, budget: l.budget}, nil
 }
 
 func (l *budgetListener) Close() error {
@@ -124,12 +124,13 @@ func (l *budgetListener) Close() error {
 
 type budgetConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	budget *connBudget
+	once   sync.Once
 }
 
+// Close gives the connection's slot back, once.
 func (c *budgetConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() { <-c.budget.slots })
 	return err
 }
