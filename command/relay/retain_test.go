@@ -56,16 +56,12 @@ func TestRelayHoldsNoPublishedBatchWhileIdle(t *testing.T) {
 	cw := kafka.NewCheckpointWriter(broker.Brokers())
 	defer cw.Close()
 	w := &watchingWriter{checkpoints: cw}
-	checkpoint := &metric{}
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: w, Metrics: Metrics{Checkpoint: checkpoint}})
-	deadline := time.Now().Add(15 * time.Second)
-	for checkpoint.Value() < 40 {
-		if time.Now().After(deadline) {
-			t.Fatalf("checkpoint %v, want 40", checkpoint.Value())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := len(w.values); n != 40 {
+	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: w})
+	waitCheckpoint(t, broker.Brokers(), 40)
+	w.mu.Lock()
+	n := len(w.values)
+	w.mu.Unlock()
+	if n != 40 {
 		t.Fatalf("%d event messages written, want 40", n)
 	}
 	for range 50 {
