@@ -409,3 +409,26 @@ func TestDeleteWaitsUntilTheUsersReadModelShowsIt(t *testing.T) {
 		s.expect("POST", "/collections", collectionBody(u.UserUUID), http.StatusUnauthorized, "TOKEN_REVOKED")
 	}
 }
+
+// TestSessionRateLimitOfItsUser: as assembled, a session's requests take from its user's
+// bucket (--session-rate-burst) besides the client's; an empty one refuses that user's session
+// alone, while the client's API key and its other users go on.
+func TestSessionRateLimitOfItsUser(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.SessionRateLimit, cfg.SessionRateBurst = 0.001, 3 // no refill during the test
+	svc := start(t, cfg)
+	defer stop(t, svc)
+	api := apiClient{t: t, base: "http://" + svc.HTTPAddr(), key: testAPIKey}
+	first, second := api.createUser("rate-first"), api.createUser("rate-second")
+	firstToken, _ := api.createSession(first)
+	secondToken, _ := api.createSession(second)
+	s := api.session(firstToken)
+	for range 3 {
+		s.expect("GET", "/users/"+first, nil, http.StatusOK, "")
+	}
+	s.expect("GET", "/users/"+first, nil, http.StatusTooManyRequests, "RATE_LIMITED")
+	api.session(secondToken).expect("GET", "/users/"+second, nil, http.StatusOK, "")
+	if code, body, _ := api.do("GET", "/users/"+first, nil, map[string]string{"Service-Version": v2}); code != http.StatusOK {
+		t.Fatalf("the client's API key after its user's bucket ran out: %d %s", code, body)
+	}
+}
