@@ -77,15 +77,15 @@ func (l *topicLimits) take(perTopic, adds []int32, reserve bool) string {
 	return ""
 }
 
-// unique reports whether the names are distinct: kfake refuses a request that names a topic
-// twice, and creates nothing for it.
-func unique(names []string) bool {
-	seen := make(map[string]struct{}, len(names))
-	for _, n := range names {
-		if _, ok := seen[n]; ok {
+// uniqueTopics reports whether a request's topics have distinct names: kfake refuses a
+// request that names a topic twice, and creates nothing for it.
+func uniqueTopics[T any](topics []T, name func(T) string) bool {
+	seen := make(map[string]struct{}, len(topics))
+	for _, t := range topics {
+		if _, ok := seen[name(t)]; ok {
 			return false
 		}
-		seen[n] = struct{}{}
+		seen[name(t)] = struct{}{}
 	}
 	return true
 }
@@ -99,11 +99,7 @@ func unique(names []string) bool {
 
 func (l *topicLimits) createTopics(req kmsg.Request) (kmsg.Response, error, bool) {
 	r := req.(*kmsg.CreateTopicsRequest)
-	names := make([]string, 0, len(r.Topics))
-	for _, t := range r.Topics {
-		names = append(names, t.Topic)
-	}
-	if !unique(names) {
+	if !uniqueTopics(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }) {
 		return nil, nil, false // kfake refuses the whole request
 	}
 	exists := make([]bool, len(r.Topics))
@@ -143,11 +139,7 @@ func (l *topicLimits) createTopics(req kmsg.Request) (kmsg.Response, error, bool
 
 func (l *topicLimits) createPartitions(req kmsg.Request) (kmsg.Response, error, bool) {
 	r := req.(*kmsg.CreatePartitionsRequest)
-	names := make([]string, 0, len(r.Topics))
-	for _, t := range r.Topics {
-		names = append(names, t.Topic)
-	}
-	if !unique(names) {
+	if !uniqueTopics(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic }) {
 		return nil, nil, false
 	}
 	// Count is the topic's new total: what it adds is Count less the partitions it has. An
