@@ -32,6 +32,7 @@ require (
 	golang.org/x/text v0.43.0
 	google.golang.org/grpc v1.63.2
 	modernc.org/libc v1.79.0
+	modernc.org/memory v1.12.1
 	modernc.org/sqlite v1.61.1
 )
 
@@ -93,5 +94,4 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240401170217-c3f982113cda // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.12.1 // indirect
 )

@@ -61,6 +61,10 @@ func (m *memoryReturner) check() {
 		releaseSQLiteMemory()
 		m.sqliteReleased = true
 	}
+	// Regions SQLite freed since the last check (the release above, the idle service's own
+	// reads) go back to the operating system, not only to libc's allocator. A region it fails
+	// to unmap stays mapped and usable: nothing is lost.
+	_ = trimSQLiteAllocator()
 	returnIdleMemory()
 }
 
