@@ -62,6 +62,7 @@ func TestTrimSQLiteAllocatorReturnsFreedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := vmRSS(t)
+	t.Logf("the trim took the resident set from %d to %d bytes", before, after)
 	if before-after < 2<<20 {
 		t.Fatalf("the trim took the resident set from %d to %d bytes, want at least 2 MiB less", before, after)
 	}

@@ -2,9 +2,6 @@
 
 package main
 
-// libcVerifiedVersion is empty where libc's allocator is not reached (libcmem_linux.go).
-const libcVerifiedVersion = ""
-
 // trimSQLiteAllocator does nothing here: libc's allocator on other platforms is another
 // variable (libcmem_linux.go says why it is trimmed on linux).
 func trimSQLiteAllocator() error { return nil }
