@@ -39,8 +39,12 @@ func (s *Service) startHTTP() error {
 		if err != nil {
 			return err
 		}
+		// The API-key read model authenticates keys, names them (a session token records the
+		// key that minted it), and tells the session check whether that key still
+		// authenticates: a revoked key's sessions end with it, behind the same cache.
+		keys := apikeys.NewReader(s.models.APIKeys)
 		engine := httpapi.NewEngine(httpapi.Options{
-			Keys:   apikeys.NewReader(s.models.APIKeys),
+			Keys:   keys,
 			Logger: s.log, Metrics: s.metrics,
 			// Each client's own rate limit comes from the client-security read model, behind
 			// the limiter's cache of a few seconds; the configured one is the default.
@@ -48,7 +52,8 @@ func (s *Service) startHTTP() error {
 				Clients:          clientsecurity.NewReader(s.models.ClientSecurity),
 				SessionPerSecond: s.cfg.SessionRateLimit, SessionBurst: s.cfg.SessionRateBurst},
 			AuthFailures: httpapi.AuthFailureLimit{Max: s.cfg.AuthFailureLimit, Disabled: s.cfg.AuthFailureLimit == 0},
-			Sessions:     sessions.tokens, SessionUsers: sessions.users, JWKS: sessions.tokens.Keys().JWKSJSON(),
+			Sessions:     sessions.tokens, SessionUsers: sessions.users, SessionKeys: keys,
+			JWKS: sessions.tokens.Keys().JWKSJSON(),
 			MTLS: s.mtlsOptions(),
 		})
 		if err := s.registerRoutes(engine, sessions); err != nil {

@@ -216,7 +216,7 @@ func TestSessionsEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		issued, err := tokens.Issue(clients.SandboxClientID, alice)
+		issued, err := tokens.Issue(clients.SandboxClientID, alice, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package httpcmd
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -13,7 +14,9 @@ import (
 
 // SessionIssuer signs users' session tokens (*sessiontoken.Tokens).
 type SessionIssuer interface {
-	Issue(clientID, userUUID string) (sessiontoken.Issued, error)
+	// Issue signs a token of userUUID of clientID, naming apiKeyID, the API key it is minted
+	// with, so that revoking the key ends the session.
+	Issue(clientID, userUUID, apiKeyID string) (sessiontoken.Issued, error)
 }
 
 // LiveUsers tells whether a user of a client exists and is not deleted (the users read model).
@@ -49,8 +52,8 @@ type sessionResponse struct {
 
 // create issues a session token for a live user of the client.
 //
-// Issuing records nothing: a token is valid by its signature alone, until it expires or its
-// user is deleted. So an Idempotency-Key is checked like on every POST but changes nothing: a
+// Issuing records nothing: a token is valid by its signature alone, until it expires, its user is
+// deleted or the API key it was minted with is revoked. So an Idempotency-Key is checked like on every POST but changes nothing: a
 // retry gets a new token, as valid as the first, and nothing is done twice.
 func (h *sessionHandlers) create(c *gin.Context) {
 	if _, ferr := httpapi.IdempotencyKey(c); ferr != nil {
@@ -81,12 +84,21 @@ func (h *sessionHandlers) create(c *gin.Context) {
 		sessionUserNotFound(c)
 		return
 	}
-	issued, err := h.deps.Issuer.Issue(client, userUUID)
+	// The token names the API key it is minted with, so that revoking the key (a leaked one,
+	// most likely) ends the session too. A key the engine cannot name would mint a session no
+	// revocation ends: refuse rather than issue one.
+	apiKeyID := httpapi.APIKeyID(c)
+	if apiKeyID == "" {
+		httpapi.AbortInternal(c, errors.New("issue a session: the request's API key has no id"))
+		return
+	}
+	issued, err := h.deps.Issuer.Issue(client, userUUID, apiKeyID)
 	if err != nil {
 		httpapi.AbortInternal(c, err)
 		return
 	}
-	httpapi.Logger(ctx).Info("session issued", "session_id", issued.Claims.TokenID, "key_id", issued.Claims.KeyID)
+	httpapi.Logger(ctx).Info("session issued", "session_id", issued.Claims.TokenID, "key_id", issued.Claims.KeyID,
+		"api_key_id", apiKeyID)
 	// A token is a credential: no cache may keep it (RFC 6749 §5.1 says the same of tokens).
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, sessionResponse{Token: issued.Token, ExpiresAt: httpapi.FormatTime(issued.ExpiresAt)})

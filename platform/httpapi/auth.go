@@ -40,6 +40,24 @@ type ExpiringKeyLookup interface {
 	LookupValidUntil(ctx context.Context, apiKey string) (clientID string, validUntil time.Time, err error)
 }
 
+// KeyInfo is what a lookup knows of a key that authenticates.
+type KeyInfo struct {
+	ClientID string
+	// KeyID is the key's id among its client's keys (never the key or its hash): a session
+	// token names the key it was minted with by it, so that revoking the key ends the session.
+	KeyID string
+	// ValidUntil is the instant a retiring key stops authenticating (zero: none).
+	ValidUntil time.Time
+}
+
+// KeyInfoLookup is an ExpiringKeyLookup that also names the key it found. The engine prefers it:
+// without key ids the sessions a key mints cannot be ended by revoking it.
+type KeyInfoLookup interface {
+	ExpiringKeyLookup
+	// LookupKey is LookupValidUntil, with the key's id.
+	LookupKey(ctx context.Context, apiKey string) (KeyInfo, error)
+}
+
 // AuthCacheConfig bounds the authentication cache. Revoking a key takes effect on every node
 // within PositiveTTL of the node's read model showing it; a newly issued key works after at most
 // NegativeTTL if it was tried before. A retiring key (ExpiringKeyLookup) is cached no longer
@@ -74,6 +92,7 @@ func (c AuthCacheConfig) withDefaults() AuthCacheConfig {
 
 type authEntry struct {
 	clientID string // "" for a key known to be bad
+	keyID    string // the key's id, when the lookup names it
 	expires  time.Time
 }
 
@@ -113,6 +132,12 @@ func (a *authCache) get(hash cacheKey) (authEntry, bool) {
 // put caches a lookup: clientID "" for a bad key, validUntil the end of a retiring key (zero:
 // none), before which the entry expires.
 func (a *authCache) put(hash cacheKey, clientID string, validUntil time.Time) {
+	a.putKey(hash, KeyInfo{ClientID: clientID, ValidUntil: validUntil})
+}
+
+// putKey is put with the key's id.
+func (a *authCache) putKey(hash cacheKey, key KeyInfo) {
+	clientID, validUntil := key.ClientID, key.ValidUntil
 	ttl := a.cfg.PositiveTTL
 	if clientID == "" {
 		ttl = a.cfg.NegativeTTL
@@ -139,7 +164,7 @@ func (a *authCache) put(hash cacheKey, clientID string, validUntil time.Time) {
 			delete(a.entries, k)
 		}
 	}
-	a.entries[hash] = authEntry{clientID: clientID, expires: expires}
+	a.entries[hash] = authEntry{clientID: clientID, keyID: key.KeyID, expires: expires}
 }
 
 func (a *authCache) len() int {
@@ -171,6 +196,7 @@ func isPublicRoute(route string) bool {
 // failing on purpose.
 func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failures *failureLimiter) gin.HandlerFunc {
 	expiring, _ := keys.(ExpiringKeyLookup)
+	identifying, _ := keys.(KeyInfoLookup)
 	return func(c *gin.Context) {
 		if isPublicRoute(c.FullPath()) {
 			c.Next()
@@ -213,24 +239,26 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 		if !ok {
 			ctx := c.Request.Context()
 			var (
-				id         string
-				validUntil time.Time
-				err        error
+				found KeyInfo
+				err   error
 			)
-			if expiring != nil {
-				id, validUntil, err = expiring.LookupValidUntil(ctx, key)
-			} else {
-				id, err = keys.Lookup(ctx, key)
+			switch {
+			case identifying != nil:
+				found, err = identifying.LookupKey(ctx, key)
+			case expiring != nil:
+				found.ClientID, found.ValidUntil, err = expiring.LookupValidUntil(ctx, key)
+			default:
+				found.ClientID, err = keys.Lookup(ctx, key)
 			}
 			switch {
 			case errors.Is(err, ErrKeyNotFound):
-				id = ""
+				found = KeyInfo{}
 			case err != nil:
 				Logger(ctx).Error("api key lookup failed", "error", err)
 				AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
 					"Authentication is temporarily unavailable; retry shortly.")
 				return
-			case id == "":
+			case found.ClientID == "":
 				// A lookup that finds a key must name its client; treat anything else as a fault
 				// rather than authenticating an anonymous tenant.
 				Logger(ctx).Error("api key lookup returned no client id")
@@ -238,8 +266,8 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 					"Authentication is temporarily unavailable; retry shortly.")
 				return
 			}
-			cache.put(hash, id, validUntil)
-			entry = authEntry{clientID: id}
+			cache.putKey(hash, found)
+			entry = authEntry{clientID: found.ClientID, keyID: found.KeyID}
 		}
 		if entry.clientID == "" {
 			if gate.failed(c) {
@@ -257,6 +285,9 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 			return
 		}
 		setClient(c, entry.clientID)
+		if info := infoFrom(c.Request.Context()); info != nil {
+			info.apiKeyID = entry.keyID
+		}
 		c.Next()
 	}
 }

@@ -21,6 +21,7 @@ type requestInfo struct {
 	requestID     string
 	correlationID string
 	clientID      string
+	apiKeyID      string   // the id of the API key that authenticated the request, if known
 	session       *session // nil unless a session token authenticated the request
 	version       Version
 	quiet         bool // QuietAccessLog: a successful answer is logged at debug
@@ -100,6 +101,16 @@ func CorrelationID(ctx context.Context) string {
 func ClientIDFrom(ctx context.Context) string {
 	if info := infoFrom(ctx); info != nil {
 		return info.clientID
+	}
+	return ""
+}
+
+// APIKeyID returns the id of the API key that authenticated the request (the key id of the
+// client's keys, never the key): "" for a request that a session token authenticated, or when
+// the engine's KeyLookup does not name keys (KeyInfoLookup).
+func APIKeyID(c *gin.Context) string {
+	if info := infoFrom(c.Request.Context()); info != nil && info.session == nil {
+		return info.apiKeyID
 	}
 	return ""
 }

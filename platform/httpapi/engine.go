@@ -41,6 +41,10 @@ type Options struct {
 	// request authenticates by API key only.
 	Sessions     SessionVerifier
 	SessionUsers SessionUsers
+	// SessionKeys tells whether the API key that minted a session token (its akid claim) still
+	// authenticates; a revoked key's sessions end with it. Cached like Keys (AuthCache). Nil:
+	// tokens are not checked against their keys (only for tests; the service sets it).
+	SessionKeys SessionKeys
 	// JWKS, when set, is served at JWKSPath without authentication: the session tokens' public
 	// keys as a JWK Set (sessiontoken.KeySet.JWKSJSON).
 	JWKS []byte
@@ -70,6 +74,9 @@ func NewEngine(opts Options) *gin.Engine {
 	}
 	if (opts.Sessions == nil) != (opts.SessionUsers == nil) {
 		panic("httpapi.NewEngine: Options.Sessions and Options.SessionUsers go together")
+	}
+	if opts.SessionKeys != nil && opts.Sessions == nil {
+		panic("httpapi.NewEngine: Options.SessionKeys needs Options.Sessions")
 	}
 	if opts.MTLS.Lookup != nil && opts.MTLS.Environment != "test" && opts.MTLS.Environment != "production" {
 		panic("httpapi.NewEngine: Options.MTLS.Environment must be test or production")
@@ -101,7 +108,8 @@ func NewEngine(opts Options) *gin.Engine {
 	chain := []gin.HandlerFunc{requestContext(logger), observe(opts.Metrics), recovery, versionMiddleware,
 		limitHeaders, canonicalPath}
 	chain = append(chain, authenticate(opts.Keys, newAuthCache(opts.AuthCache, now),
-		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers}, newFailureLimiter(opts.AuthFailures, now)),
+		sessionAuth{verifier: opts.Sessions, users: opts.SessionUsers, keys: opts.SessionKeys,
+			keyCache: newAuthCache(opts.AuthCache, now)}, newFailureLimiter(opts.AuthFailures, now)),
 		mutualTLS(opts.MTLS, now))
 	if !opts.RateLimit.Disabled {
 		chain = append(chain, rateLimit(newLimiter(opts.RateLimit, now)))

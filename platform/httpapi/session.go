@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -42,8 +44,9 @@ const (
 	CodeTokenNotYetValid          = "TOKEN_NOT_YET_VALID"
 	CodeTokenWrongAudience        = "TOKEN_WRONG_AUDIENCE"
 	CodeTokenWrongIssuer          = "TOKEN_WRONG_ISSUER"
-	// CodeTokenRevoked is a well-formed, valid token whose user was deleted (or is unknown): a
-	// deleted user's sessions end with it.
+	// CodeTokenRevoked is a well-formed, valid token whose user was deleted (or is unknown), or
+	// whose API key (the one that minted it) was revoked or no longer authenticates: a deleted
+	// user's sessions end with it, and so do a revoked key's.
 	CodeTokenRevoked = "TOKEN_REVOKED"
 	// CodeForbiddenForSession is the 403 of a session outside its scope: a route that does not
 	// serve sessions, or another user's resource.
@@ -65,10 +68,34 @@ type SessionUsers interface {
 	IsLiveUser(ctx context.Context, clientID, userUUID string) (bool, error)
 }
 
-// sessionAuth is what the engine authenticates sessions with; nil fields: sessions are off.
+// SessionKeys tells whether a client's API key, by its id, still authenticates: false for a
+// revoked key, a retiring one past its end, and one the client does not have. A session token
+// names the key that minted it (sessiontoken.Claims.APIKeyID), and ends with it: a revoked key is
+// usually a leaked one, and whoever held it may have minted sessions. An error is a fault of the
+// lookup (503), not an answer.
+//
+// The engine caches the answers as it caches API keys (AuthCacheConfig): a revoked key's sessions
+// end within PositiveTTL of the read model showing the revocation, as the key itself does.
+type SessionKeys interface {
+	KeyActive(ctx context.Context, clientID, keyID string) (bool, error)
+}
+
+// ExpiringSessionKeys is a SessionKeys that also says when an active key stops authenticating (a
+// retiring key's end; zero for none), so that the cache keeps the answer no longer than that.
+type ExpiringSessionKeys interface {
+	SessionKeys
+	KeyActiveUntil(ctx context.Context, clientID, keyID string) (active bool, validUntil time.Time, err error)
+}
+
+// sessionAuth is what the engine authenticates sessions with; nil fields: sessions are off
+// (keys nil: tokens are not checked against the API keys that minted them).
 type sessionAuth struct {
 	verifier SessionVerifier
 	users    SessionUsers
+	keys     SessionKeys
+	// keyCache caches keys' answers by (client, key id); an entry's clientID is "" for a key
+	// that does not authenticate.
+	keyCache *authCache
 }
 
 func (s sessionAuth) enabled() bool { return s.verifier != nil }
@@ -197,6 +224,9 @@ func authenticateSession(c *gin.Context, auth sessionAuth, gate authGate, token,
 		clientID = claims.ClientID
 	}
 	ctx := c.Request.Context()
+	if !sessionKeyActive(c, auth, gate, clientID, claims.APIKeyID) {
+		return false
+	}
 	live, err := auth.users.IsLiveUser(ctx, clientID, claims.UserUUID)
 	if err != nil {
 		Logger(ctx).Error("session user lookup failed", "error", err)
@@ -217,6 +247,53 @@ func authenticateSession(c *gin.Context, auth sessionAuth, gate authGate, token,
 	if c.FullPath() != "" && !servesSessions(c) {
 		// An unknown path or method stays the 404 or 405 it is.
 		forbiddenForSession(c, "This resource is not available to a user's session token; use the client's API key.")
+		return false
+	}
+	return true
+}
+
+// sessionKeyActive checks that the API key that minted the session (apiKeyID) still
+// authenticates for clientID; otherwise it answers (401 TOKEN_REVOKED, or 503 when the lookup
+// fails) and returns false.
+//
+// A token without the claim was minted before tokens named their key: it is not checked and
+// stays valid until it expires (at most sessiontoken.MaxTTL after the upgrade), since there is no
+// key to check it against. A retiring key (rotation grace) still authenticates, and so do the
+// sessions it minted, until its end.
+func sessionKeyActive(c *gin.Context, auth sessionAuth, gate authGate, clientID, apiKeyID string) bool {
+	if apiKeyID == "" || auth.keys == nil {
+		return true
+	}
+	// The digest of both ids, separated by a byte neither holds, keys the cache: bounded in
+	// size whatever the ids, and no client's key id can stand for another client's.
+	hash := cacheKey(sha256.Sum256([]byte(clientID + "\x00" + apiKeyID)))
+	entry, ok := auth.keyCache.get(hash)
+	if !ok {
+		ctx := c.Request.Context()
+		var (
+			active     bool
+			validUntil time.Time
+			err        error
+		)
+		if expiring, ok := auth.keys.(ExpiringSessionKeys); ok {
+			active, validUntil, err = expiring.KeyActiveUntil(ctx, clientID, apiKeyID)
+		} else {
+			active, err = auth.keys.KeyActive(ctx, clientID, apiKeyID)
+		}
+		if err != nil {
+			Logger(ctx).Error("session api key lookup failed", "error", err)
+			AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
+				"Authentication is temporarily unavailable; retry shortly.")
+			return false
+		}
+		entry = authEntry{}
+		if active {
+			entry.clientID = clientID
+		}
+		auth.keyCache.put(hash, entry.clientID, validUntil)
+	}
+	if entry.clientID == "" {
+		tokenRefused(c, gate, CodeTokenRevoked, "The API key that created this session token was revoked (or has retired); create a new session with a valid API key.")
 		return false
 	}
 	return true

@@ -107,7 +107,7 @@ func newSessionEnv(t *testing.T, more ...func(*Options)) *sessionEnv {
 
 func (e *sessionEnv) token(t *testing.T, clientID, userUUID string) string {
 	t.Helper()
-	issued, err := e.tokens.Issue(clientID, userUUID)
+	issued, err := e.tokens.Issue(clientID, userUUID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestSessionTokenFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreignToken, err := foreign.Issue("acme", sessUser)
+	foreignToken, err := foreign.Issue("acme", sessUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestSessionTokenFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrongIssuerToken, err := wrongIssuer.Issue("acme", sessUser)
+	wrongIssuerToken, err := wrongIssuer.Issue("acme", sessUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestSessionTokenFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	earlyToken, err := early.Issue("acme", sessUser)
+	earlyToken, err := early.Issue("acme", sessUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}

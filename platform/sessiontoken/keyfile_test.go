@@ -39,7 +39,7 @@ func TestLoadOrCreateKeyFile(t *testing.T) {
 		t.Errorf("second start has keys %v, want %v", again.KeyIDs(), first.KeyIDs())
 	}
 	// A token of the first start verifies after a restart.
-	issued, err := newTestTokens(t, first, testNow).Issue(testClient, testUser)
+	issued, err := newTestTokens(t, first, testNow).Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRotateKeyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldToken, err := newTestTokens(t, old, testNow).Issue(testClient, testUser)
+	oldToken, err := newTestTokens(t, old, testNow).Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestRotateKeyFile(t *testing.T) {
 	if _, err := tokens.Verify(oldToken.Token, testClient); err != nil {
 		t.Errorf("a token of the old key after rotation: %v", err)
 	}
-	fresh, err := tokens.Issue(testClient, testUser)
+	fresh, err := tokens.Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,11 @@ type Claims struct {
 	ExpiresAt time.Time
 	// KeyID is the id of the key that signed it (kid).
 	KeyID string
+	// APIKeyID is the id of the client's API key that minted the token (akid): the key id of
+	// the apikeys read model, never the key or its hash. A revoked key is usually a leaked one,
+	// so the sessions it minted end with it. "" for a token minted before tokens named their
+	// key (or by a caller that knows none); such a token lives out its TTL.
+	APIKeyID string
 }
 
 // Issued is a newly signed session token.
@@ -123,6 +128,7 @@ type claims struct {
 	NotBefore *jwt.NumericDate `json:"nbf"`
 	ExpiresAt *jwt.NumericDate `json:"exp"`
 	ID        string           `json:"jti"`
+	APIKeyID  string           `json:"akid,omitempty"`
 }
 
 func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) { return c.ExpiresAt, nil }
@@ -132,10 +138,18 @@ func (c *claims) GetIssuer() (string, error)                   { return c.Issuer
 func (c *claims) GetSubject() (string, error)                  { return c.Subject, nil }
 func (c *claims) GetAudience() (jwt.ClaimStrings, error)       { return jwt.ClaimStrings{c.Audience}, nil }
 
-// Issue signs a token for userUUID of clientID, valid from now for the TTL.
-func (t *Tokens) Issue(clientID, userUUID string) (Issued, error) {
+// maxAPIKeyIDBytes bounds the akid claim; a client's key ids are short ("k-" and a few bytes).
+const maxAPIKeyIDBytes = 128
+
+// Issue signs a token for userUUID of clientID, valid from now for the TTL. apiKeyID names the
+// client's API key the token was minted with (the akid claim), so that revoking the key ends the
+// token too; "" issues a token without it.
+func (t *Tokens) Issue(clientID, userUUID, apiKeyID string) (Issued, error) {
 	if clientID == "" || userUUID == "" {
 		return Issued{}, errors.New("sessiontoken: a token needs a client and a user")
+	}
+	if len(apiKeyID) > maxAPIKeyIDBytes {
+		return Issued{}, fmt.Errorf("sessiontoken: an API key id of %d bytes is longer than %d", len(apiKeyID), maxAPIKeyIDBytes)
 	}
 	jti, err := tokenID()
 	if err != nil {
@@ -146,7 +160,7 @@ func (t *Tokens) Issue(clientID, userUUID string) (Issued, error) {
 	exp := now.Add(t.ttl)
 	key := t.keys.signer()
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, &claims{
-		Issuer: t.issuer, Subject: userUUID, Audience: clientID, ID: jti,
+		Issuer: t.issuer, Subject: userUUID, Audience: clientID, ID: jti, APIKeyID: apiKeyID,
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 	})
 	tok.Header["kid"] = key.id
@@ -156,6 +170,7 @@ func (t *Tokens) Issue(clientID, userUUID string) (Issued, error) {
 	}
 	return Issued{Token: signed, ExpiresAt: exp, Claims: Claims{
 		ClientID: clientID, UserUUID: userUUID, TokenID: jti, IssuedAt: now, ExpiresAt: exp, KeyID: key.id,
+		APIKeyID: apiKeyID,
 	}}, nil
 }
 
@@ -216,13 +231,16 @@ func (t *Tokens) Verify(token, audience string) (Claims, error) {
 		return Claims{}, fmt.Errorf("%w: no jti", ErrMalformed)
 	case c.IssuedAt == nil || c.NotBefore == nil:
 		return Claims{}, fmt.Errorf("%w: no iat or nbf", ErrMalformed)
+	case len(c.APIKeyID) > maxAPIKeyIDBytes:
+		// Signed by us, so not expected; bounded all the same, since it becomes a cache key.
+		return Claims{}, fmt.Errorf("%w: akid of %d bytes", ErrMalformed, len(c.APIKeyID))
 	case c.ExpiresAt.Sub(c.IssuedAt.Time) > MaxTTL:
 		// No deployment issues tokens for longer; one that lives longer was not issued as a
 		// session, whoever signed it (a key that leaked must not mint tokens for years).
 		return Claims{}, fmt.Errorf("%w: valid for %s, more than %s", ErrMalformed, c.ExpiresAt.Sub(c.IssuedAt.Time), MaxTTL)
 	}
 	return Claims{ClientID: c.Audience, UserUUID: c.Subject, TokenID: c.ID, IssuedAt: c.IssuedAt.UTC(),
-		ExpiresAt: c.ExpiresAt.UTC(), KeyID: kid}, nil
+		ExpiresAt: c.ExpiresAt.UTC(), KeyID: kid, APIKeyID: c.APIKeyID}, nil
 }
 
 // classify maps the library's error to the one failure it is. The library reports every claim

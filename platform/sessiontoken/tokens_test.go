@@ -17,6 +17,8 @@ const (
 	testIssuer = "samla-test"
 	testClient = "acme"
 	testUser   = "3f2b8c1e-5d4a-4b6f-9e7d-2a1c0b9f8e7d"
+	// testAPIKeyID is an API key id as the apikeys read model stores it.
+	testAPIKeyID = "k-0123456789ab"
 )
 
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -69,9 +71,12 @@ func ed25519Signer(priv ed25519.PrivateKey) func(string) []byte {
 func TestIssueAndVerify(t *testing.T) {
 	keys := generate(t)
 	tokens := newTestTokens(t, keys, testNow)
-	issued, err := tokens.Issue(testClient, testUser)
+	issued, err := tokens.Issue(testClient, testUser, testAPIKeyID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if issued.Claims.APIKeyID != testAPIKeyID {
+		t.Errorf("issued claims name API key %q, want %q", issued.Claims.APIKeyID, testAPIKeyID)
 	}
 	if want := testNow.Add(DefaultTTL); !issued.ExpiresAt.Equal(want) {
 		t.Errorf("expiresAt = %s, want %s", issued.ExpiresAt, want)
@@ -80,7 +85,7 @@ func TestIssueAndVerify(t *testing.T) {
 	if header["alg"] != "EdDSA" || header["kid"] != keys.SigningKeyID() {
 		t.Errorf("header = %v", header)
 	}
-	for name, want := range map[string]any{"iss": testIssuer, "sub": testUser, "aud": testClient,
+	for name, want := range map[string]any{"iss": testIssuer, "sub": testUser, "aud": testClient, "akid": testAPIKeyID,
 		"iat": float64(testNow.Unix()), "nbf": float64(testNow.Unix()), "exp": float64(testNow.Add(DefaultTTL).Unix())} {
 		if payload[name] != want {
 			t.Errorf("claim %s = %v, want %v", name, payload[name], want)
@@ -98,12 +103,35 @@ func TestIssueAndVerify(t *testing.T) {
 			t.Errorf("claims = %+v, want %+v", got, issued.Claims)
 		}
 	}
-	second, err := tokens.Issue(testClient, testUser)
+	second, err := tokens.Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second.Claims.TokenID == issued.Claims.TokenID {
 		t.Error("two tokens share a jti")
+	}
+}
+
+// TestTokensWithoutAnAPIKey: a token issued without an API key id carries no akid claim at all,
+// and one without it (as every token minted before the claim existed) verifies, naming none.
+func TestTokensWithoutAnAPIKey(t *testing.T) {
+	keys := generate(t)
+	tokens := newTestTokens(t, keys, testNow)
+	issued, err := tokens.Issue(testClient, testUser, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, payload := decodeParts(t, issued.Token); payload["akid"] != nil {
+		t.Errorf("akid = %v in a token issued without an API key id", payload["akid"])
+	}
+	old := handMade(t, map[string]any{"alg": "EdDSA", "typ": "JWT", "kid": keys.SigningKeyID()}, validPayload(),
+		ed25519Signer(keys.signer().private))
+	got, err := tokens.Verify(old, testClient)
+	if err != nil || got.APIKeyID != "" || got.UserUUID != testUser {
+		t.Fatalf("Verify(a token without akid) = %+v, %v", got, err)
+	}
+	if _, err := tokens.Issue(testClient, testUser, strings.Repeat("k", maxAPIKeyIDBytes+1)); err == nil {
+		t.Error("Issue took an API key id longer than the bound")
 	}
 }
 
@@ -192,6 +220,8 @@ func TestVerifyRefusesEachFailureMode(t *testing.T) {
 		{"a crit header naming an extension", handMade(t, map[string]any{"alg": "EdDSA", "kid": kid, "crit": []string{"samla-x"}, "samla-x": true},
 			validPayload(), signer), "", ErrMalformed},
 		{"missing aud", handMade(t, edHeader, with("aud", nil), signer), "", ErrMalformed},
+		{"akid that is no string", handMade(t, edHeader, with("akid", 42), signer), "", ErrMalformed},
+		{"akid longer than the bound", handMade(t, edHeader, with("akid", strings.Repeat("k", maxAPIKeyIDBytes+1)), signer), "", ErrMalformed},
 		{"aud of two clients", handMade(t, edHeader, with("aud", []string{testClient, "other"}), signer), "", ErrMalformed},
 		{"missing exp", handMade(t, edHeader, with("exp", nil), signer), "", ErrMalformed},
 		{"missing jti", handMade(t, edHeader, with("jti", nil), signer), "", ErrMalformed},
@@ -223,7 +253,7 @@ func TestVerifyRefusesEachFailureMode(t *testing.T) {
 func TestVerifyToleratesClockSkew(t *testing.T) {
 	keys := generate(t)
 	issuer := newTestTokens(t, keys, testNow)
-	issued, err := issuer.Issue(testClient, testUser)
+	issued, err := issuer.Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +282,7 @@ func TestNewRefusesABadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issued, err := tokens.Issue(testClient, testUser)
+	issued, err := tokens.Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +301,7 @@ func BenchmarkVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	issued, err := tokens.Issue(testClient, testUser)
+	issued, err := tokens.Issue(testClient, testUser, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -291,7 +321,7 @@ func TestTheLongestTTLVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issued, err := tokens.Issue(testClient, testUser)
+	issued, err := tokens.Issue(testClient, testUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func newConsentsEnv(t *testing.T) *consentsEnv {
 		Users: e.users, UserCollections: &fakeUserCollections{}, Consents: e.consents, UserConsents: e.consents,
 		Now: func() time.Time { return e.now }})
 	e.engine = eng
-	issued, err := tokens.Issue("acme", liveUser)
+	issued, err := tokens.Issue("acme", liveUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}

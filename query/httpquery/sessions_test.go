@@ -52,7 +52,7 @@ func newSessionDataEnv(t *testing.T) (*dataEnv, string) {
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: e.status, History: &fakeHistory{},
 		Companies: companytest.Catalog(), Data: e.data})
 	e.engine = eng
-	issued, err := tokens.Issue("acme", aliceUUID)
+	issued, err := tokens.Issue("acme", aliceUUID, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func newUsersEnv(t *testing.T) *usersEnv {
 	httpquery.RegisterRoutes(eng, httpquery.Deps{Status: &fakeStatus{}, History: &fakeHistory{}, Companies: companytest.Catalog(),
 		Users: e.users, UserCollections: e.collections})
 	e.engine = eng
-	issued, err := tokens.Issue("acme", liveUser)
+	issued, err := tokens.Issue("acme", liveUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}

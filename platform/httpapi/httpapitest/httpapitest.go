@@ -4,17 +4,29 @@ package httpapitest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/samla/samla/platform/httpapi"
 )
 
-// Keys is an httpapi.KeyLookup over a map from API key to client id.
+// Keys is an httpapi.KeyLookup (an httpapi.KeyInfoLookup) over a map from API key to client id.
+// A key's id is KeyID of the key.
 type Keys map[string]string
+
+var _ httpapi.KeyInfoLookup = Keys{}
+
+// KeyID is the id Keys gives a key: derived from it, as the service's are, and never the key.
+func KeyID(apiKey string) string {
+	sum := sha256.Sum256([]byte(apiKey))
+	return "k-" + hex.EncodeToString(sum[:6])
+}
 
 // Lookup implements httpapi.KeyLookup.
 func (k Keys) Lookup(_ context.Context, apiKey string) (string, error) {
@@ -22,6 +34,21 @@ func (k Keys) Lookup(_ context.Context, apiKey string) (string, error) {
 		return id, nil
 	}
 	return "", httpapi.ErrKeyNotFound
+}
+
+// LookupValidUntil implements httpapi.ExpiringKeyLookup; no key of Keys ends.
+func (k Keys) LookupValidUntil(ctx context.Context, apiKey string) (string, time.Time, error) {
+	id, err := k.Lookup(ctx, apiKey)
+	return id, time.Time{}, err
+}
+
+// LookupKey implements httpapi.KeyInfoLookup.
+func (k Keys) LookupKey(ctx context.Context, apiKey string) (httpapi.KeyInfo, error) {
+	id, err := k.Lookup(ctx, apiKey)
+	if err != nil {
+		return httpapi.KeyInfo{}, err
+	}
+	return httpapi.KeyInfo{ClientID: id, KeyID: KeyID(apiKey)}, nil
 }
 
 // MTLS is an httpapi.MTLSLookup over maps: certificates by serial, and the clients set to

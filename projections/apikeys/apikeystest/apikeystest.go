@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"ProjectorRetirementInOneBatch", testProjectorRetiringOneBatch},
 		{"ProjectorRetirementInLaterBatchThenRevocation", testProjectorRetiringLater},
 		{"ReaderHonoursTheEndOnItsClock", testReaderRetiring},
+		{"ReaderNamesKeysAndTellsTheSessionCheck", testReaderSessionKeys},
 	}.Run(t, open)
 }
 
@@ -392,5 +393,51 @@ func testReaderRetiring(t *testing.T, s apikeys.Store) {
 	}
 	if id, err := port.Lookup(ctx(t), "secret-b"); err != nil || id != "acme" {
 		t.Fatalf("Lookup(secret-b) = %q, %v", id, err)
+	}
+}
+
+// testReaderSessionKeys: the reader names the key it authenticated (the id a session token
+// records), and tells the session check whether a client's key, by that id, still
+// authenticates: a revoked key, another client's id, an unknown one and a retiring key past its
+// end do not; a retiring key does until its end, which it says.
+func testReaderSessionKeys(t *testing.T, s apikeys.Store) {
+	end := base.Add(time.Hour)
+	upsert(t, s, retiring("secret-a", "acme", "k1", end, 2), key("secret-b", "acme", "k2", false, 3),
+		key("secret-c", "acme", "k3", true, 4))
+	now := base
+	reader := apikeys.NewReader(s).WithClock(func() time.Time { return now })
+	var lookup httpapi.KeyInfoLookup = reader
+	if got, err := lookup.LookupKey(ctx(t), "secret-b"); err != nil || got != (httpapi.KeyInfo{ClientID: "acme", KeyID: "k2"}) {
+		t.Fatalf("LookupKey(secret-b) = %+v, %v", got, err)
+	}
+	if got, err := lookup.LookupKey(ctx(t), "secret-a"); err != nil || got.KeyID != "k1" || !got.ValidUntil.Equal(end) {
+		t.Fatalf("LookupKey(secret-a) = %+v, %v", got, err)
+	}
+	if _, err := lookup.LookupKey(ctx(t), "secret-c"); !errors.Is(err, httpapi.ErrKeyNotFound) {
+		t.Fatalf("LookupKey(secret-c), revoked: %v, want httpapi.ErrKeyNotFound", err)
+	}
+	var port httpapi.ExpiringSessionKeys = reader
+	for _, tc := range []struct {
+		client, keyID string
+		active        bool
+		until         time.Time
+	}{
+		{"acme", "k1", true, end},
+		{"acme", "k2", true, time.Time{}},
+		{"acme", "k3", false, time.Time{}},
+		{"other", "k2", false, time.Time{}},
+		{"acme", "k-unknown", false, time.Time{}},
+	} {
+		active, until, err := port.KeyActiveUntil(ctx(t), tc.client, tc.keyID)
+		if err != nil || active != tc.active || !until.Equal(tc.until) {
+			t.Errorf("KeyActiveUntil(%s, %s) = %v, %s, %v; want %v, %s", tc.client, tc.keyID, active, until, err, tc.active, tc.until)
+		}
+		if active, err := port.KeyActive(ctx(t), tc.client, tc.keyID); err != nil || active != tc.active {
+			t.Errorf("KeyActive(%s, %s) = %v, %v", tc.client, tc.keyID, active, err)
+		}
+	}
+	now = end
+	if active, _, err := port.KeyActiveUntil(ctx(t), "acme", "k1"); err != nil || active {
+		t.Fatalf("KeyActiveUntil(acme, k1) at its end = %v, %v; want false", active, err)
 	}
 }
