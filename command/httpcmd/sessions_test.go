@@ -158,6 +158,10 @@ func TestCreateSession(t *testing.T) {
 	if claims.UserUUID != aliceUUID || claims.ClientID != "acme" || !claims.ExpiresAt.Equal(exp) {
 		t.Errorf("claims = %+v", claims)
 	}
+	// The token names the API key it was minted with, by its id, so that revoking the key ends it.
+	if want := httpapitest.KeyID(acmeKey); claims.APIKeyID != want {
+		t.Errorf("the token names API key %q, want %q", claims.APIKeyID, want)
+	}
 	w := e.do(http.MethodPost, "/users/"+aliceUUID+"/sessions", "", acmeKey, "")
 	if w.Header().Get("Cache-Control") != "no-store" {
 		t.Errorf("Cache-Control = %q, want no-store", w.Header().Get("Cache-Control"))
@@ -165,6 +169,29 @@ func TestCreateSession(t *testing.T) {
 	// An empty object is a body too; an Idempotency-Key is accepted.
 	if w := e.do(http.MethodPost, "/users/"+aliceUUID+"/sessions", "{}", acmeKey, "", httpapi.HeaderIdempotencyKey, "k1"); w.Code != http.StatusCreated {
 		t.Errorf("with {} and an Idempotency-Key: %d %s", w.Code, w.Body)
+	}
+}
+
+// unnamedKeys is an httpapi.KeyLookup that does not name the keys it finds.
+type unnamedKeys map[string]string
+
+func (k unnamedKeys) Lookup(_ context.Context, apiKey string) (string, error) {
+	if id, ok := k[apiKey]; ok {
+		return id, nil
+	}
+	return "", httpapi.ErrKeyNotFound
+}
+
+// TestCreateSessionNeedsTheKeysID: behind a key lookup that does not name keys, no session is
+// issued: no revocation could end it.
+func TestCreateSessionNeedsTheKeysID(t *testing.T) {
+	e := newSessionEnv(t)
+	engine := httpapi.NewEngine(httpapi.Options{Keys: unnamedKeys{acmeKey: "acme"}, Sessions: e.tokens, SessionUsers: e.users})
+	httpcmd.RegisterSessionRoutes(engine, httpcmd.SessionDeps{Issuer: e.tokens, Users: e.users})
+	e.engine = engine
+	w := e.do(http.MethodPost, "/users/"+aliceUUID+"/sessions", "", acmeKey, "")
+	if w.Code != http.StatusInternalServerError || strings.Contains(w.Body.String(), "token") {
+		t.Fatalf("a session minted with an unnamed key = %d %s, want a 500 without a token", w.Code, w.Body)
 	}
 }
 
