@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/samla/samla/command/clients"
+	"github.com/samla/samla/platform/httpapi"
 	"github.com/samla/samla/platform/kafka"
 	"github.com/samla/samla/platform/sessiontoken"
 )
@@ -430,5 +431,98 @@ func TestSessionRateLimitOfItsUser(t *testing.T) {
 	api.session(secondToken).expect("GET", "/users/"+second, nil, http.StatusOK, "")
 	if code, body, _ := api.do("GET", "/users/"+first, nil, map[string]string{"Service-Version": v2}); code != http.StatusOK {
 		t.Fatalf("the client's API key after its user's bucket ran out: %d %s", code, body)
+	}
+}
+
+// tokenPayload is a session token's claims as sent.
+func tokenPayload(t *testing.T, token string) map[string]any {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal(mustDecode(t, strings.Split(token, ".")[1]), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSessionsEndWithTheirAPIKey: as assembled, a session token names the API key it was minted
+// with, and revoking that key (as `samla clients revoke-key` does) ends its sessions within the
+// key's own bound (the authentication cache's TTL plus the projection's lag), with 401
+// TOKEN_REVOKED, while a session of the same user minted with another key of the client goes on.
+// A key in its rotation grace still mints sessions that work.
+func TestSessionsEndWithTheirAPIKey(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	cfg.SessionRateLimit, cfg.SessionRateBurst = 1000, 1000 // the poll below is no rate-limit test
+	logger := testLogger(t)
+	const clientID = "sess-revoke"
+	keyA, err := CreateClient(ctx, cfg, logger, clientID, "Session Revoke AB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := start(t, cfg)
+	defer stop(t, svc)
+	base := "http://" + svc.HTTPAddr()
+	if a, _ := until(t, func() keysAnswer { return call(t, base, keyA, "/companies") }, answered(http.StatusOK)); a.status != http.StatusOK {
+		t.Fatalf("key A: %d %s", a.status, a.body)
+	}
+	// Key B; key A retires in an hour, and works until then.
+	rotated, err := RotateClientKey(ctx, cfg, logger, clientID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rotated.Retiring) != 1 {
+		t.Fatalf("rotated: %d retiring keys, want key A", len(rotated.Retiring))
+	}
+	keyAID := rotated.Retiring[0].ID
+	if a, _ := until(t, func() keysAnswer { return call(t, base, rotated.Key, "/companies") }, answered(http.StatusOK)); a.status != http.StatusOK {
+		t.Fatalf("key B: %d %s", a.status, a.body)
+	}
+	withA := apiClient{t: t, base: base, key: keyA}
+	withB := apiClient{t: t, base: base, key: rotated.Key}
+	user := withA.createUser("revoked-key-user")
+	tokenA, _ := withA.createSession(user)
+	tokenB, _ := withB.createSession(user)
+	// Each token names its key by id, never the key.
+	if got := tokenPayload(t, tokenA)["akid"]; got != keyAID {
+		t.Errorf("key A's token names key %v, want %s", got, keyAID)
+	}
+	if got := tokenPayload(t, tokenB)["akid"]; got != rotated.KeyID {
+		t.Errorf("key B's token names key %v, want %s", got, rotated.KeyID)
+	}
+	ofA, ofB := withA.session(tokenA), withB.session(tokenB)
+	ofA.expect("GET", "/users/"+user, nil, http.StatusOK, "") // key A is retiring, not revoked
+	ofB.expect("GET", "/users/"+user, nil, http.StatusOK, "")
+
+	if err := RevokeClientKey(ctx, cfg, logger, clientID, keyAID); err != nil {
+		t.Fatal(err)
+	}
+	revokedAt := time.Now()
+	var (
+		code    int
+		problem string
+		body    []byte
+	)
+	for {
+		code, problem, body = ofA.call("GET", "/users/"+user, nil)
+		if code != http.StatusOK || time.Since(revokedAt) > keysWait {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	took := time.Since(revokedAt)
+	if code != http.StatusUnauthorized || problem != "TOKEN_REVOKED" || !strings.Contains(string(body), "API key") {
+		t.Fatalf("key A's session %s after the revocation: %d %s", took, code, body)
+	}
+	if took > httpapi.DefaultAuthPositiveTTL+3*time.Second {
+		t.Errorf("key A's session stopped %s after the revocation, later than the key's own bound", took)
+	}
+	t.Logf("key A's session stopped %s after the revocation", took.Round(time.Millisecond))
+	ofB.expect("GET", "/users/"+user, nil, http.StatusOK, "")
+	if code, body, _ := withB.do("GET", "/users/"+user, nil, map[string]string{"Service-Version": v2}); code != http.StatusOK {
+		t.Fatalf("key B after key A's revocation: %d %s", code, body)
+	}
+	// Key A mints no more sessions: it does not authenticate.
+	if code, body, _ := withA.do("POST", "/users/"+user+"/sessions", nil, map[string]string{"Service-Version": v2}); code != http.StatusUnauthorized {
+		t.Fatalf("a session of revoked key A = %d %s", code, body)
 	}
 }
