@@ -41,7 +41,8 @@ var (
 // Defaults and bounds.
 const (
 	// DefaultTTL is how long a session token is valid: short, because a token cannot be revoked
-	// one by one (deleting its user ends all of the user's tokens).
+	// one by one (deleting its user ends all of the user's tokens, revoking the API key that
+	// minted it all of that key's).
 	DefaultTTL = 15 * time.Minute
 	// MaxTTL bounds the TTL a deployment may choose.
 	MaxTTL = 24 * time.Hour
