@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"runtime/debug"
 	"runtime/metrics"
@@ -25,9 +26,12 @@ const (
 // memoryReturner gives memory a burst left behind back to the operating system, checked every
 // idleHeapCheck.
 type memoryReturner struct {
+	log        *slog.Logger // nil: slog.Default()
 	lastAllocs uint64 // the heap's allocated bytes so far, at the last check
 	// sqliteReleased tells that SQLite's caches were released in this idle spell.
 	sqliteReleased bool
+	// trimStopped tells that a trim of libc's allocator failed: no further trim is tried.
+	trimStopped bool
 }
 
 // check, when the process is idle (it allocated less than idleAllocLimit since the last check),
@@ -62,9 +66,20 @@ func (m *memoryReturner) check() {
 		m.sqliteReleased = true
 	}
 	// Regions SQLite freed since the last check (the release above, the idle service's own
-	// reads) go back to the operating system, not only to libc's allocator. A region it fails
-	// to unmap stays mapped and usable: nothing is lost.
-	_ = trimSQLiteAllocator()
+	// reads) go back to the operating system, not only to libc's allocator. The allocator
+	// forgets a region before it unmaps it, so one whose munmap fails (ENOMEM once the process
+	// is at vm.max_map_count: trimming 64 KiB pieces of a slab splits its mapping) stays mapped
+	// for good: after a failure the process stops trimming rather than leak more.
+	if !m.trimStopped {
+		if err := trimSQLiteAllocator(); err != nil {
+			m.trimStopped = true
+			log := m.log
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Warn("trimming SQLite's allocator failed; no further trims", "error", err)
+		}
+	}
 	returnIdleMemory()
 }
 
