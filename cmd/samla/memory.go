@@ -27,7 +27,7 @@ const (
 // idleHeapCheck.
 type memoryReturner struct {
 	log        *slog.Logger // nil: slog.Default()
-	lastAllocs uint64 // the heap's allocated bytes so far, at the last check
+	lastAllocs uint64       // the heap's allocated bytes so far, at the last check
 	// sqliteReleased tells that SQLite's caches were released in this idle spell.
 	sqliteReleased bool
 	// trimStopped tells that a trim of libc's allocator failed: no further trim is tried.
