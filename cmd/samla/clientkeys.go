@@ -96,7 +96,7 @@ func clientKeyCommands(stdout, stderr io.Writer) []*cobra.Command {
 			"end, and a revoked one within seconds, without a restart."}
 	rotateCfg := bindConfig(rotate.Flags())
 	rotateID := rotate.Flags().String("id", "", "client id")
-	grace := rotate.Flags().Duration("grace", DefaultKeyGrace, fmt.Sprintf("how long the other keys keep working (0 to %s; 0 revokes them at once)", client.MaxKeyGrace))
+	grace := rotate.Flags().Duration("grace", DefaultKeyGrace, fmt.Sprintf("how long the other keys, and the sessions they minted, keep working (0 to %s; 0 revokes them at once)", client.MaxKeyGrace))
 	rotate.RunE = operatorCommand(rotateCfg, stderr, func(ctx context.Context, logger *slog.Logger) error {
 		if *rotateID == "" {
 			return errors.New("--id is required")
@@ -115,7 +115,7 @@ func clientKeyCommands(stdout, stderr io.Writer) []*cobra.Command {
 		return nil
 	})
 
-	revoke := &cobra.Command{Use: "revoke-key", Short: "Revoke one of a client's API keys", Args: cobra.NoArgs,
+	revoke := &cobra.Command{Use: "revoke-key", Short: "Revoke one of a client's API keys (and end the sessions it minted)", Args: cobra.NoArgs,
 		Long: "Records client.api-key-revoked; every API node refuses the key (401) within seconds, without a restart. " +
 			"samla clients list-keys shows the key ids."}
 	revokeCfg := bindConfig(revoke.Flags())
