@@ -17,11 +17,15 @@ import (
 
 func (s *Service) openKafka(ctx context.Context) error {
 	if brokers := s.cfg.Brokers(); len(brokers) > 0 {
-		s.brokers = brokers
-		if err := kafka.EnsureTopics(ctx, brokers, eventschema.Topics(), s.cfg.KafkaPartitions); err != nil {
+		conn, err := s.cfg.KafkaConn()
+		if err != nil {
+			return err
+		}
+		s.cluster = conn
+		if err := kafka.EnsureTopics(ctx, conn, eventschema.Topics(), s.cfg.KafkaPartitions); err != nil {
 			return fmt.Errorf("create Kafka topics: %w", err)
 		}
-		if err := kafka.EnsureCheckpointTopic(ctx, brokers); err != nil {
+		if err := kafka.EnsureCheckpointTopic(ctx, conn); err != nil {
 			return fmt.Errorf("create relay checkpoint topic: %w", err)
 		}
 		return nil
@@ -31,15 +35,15 @@ func (s *Service) openKafka(ctx context.Context) error {
 		return fmt.Errorf("start embedded Kafka: %w", err)
 	}
 	s.broker = broker
-	s.brokers = broker.Brokers()
+	s.cluster = broker.Conn()
 	s.closers = append(s.closers, func() error { broker.Close(); return nil })
-	s.addrs["kafka"] = strings.Join(s.brokers, ",")
+	s.addrs["kafka"] = strings.Join(s.cluster.Brokers, ",")
 	return nil
 }
 
 func (s *Service) startRelay(ctx context.Context) {
 	r := relay.New(relay.Config{
-		Store: s.store, Brokers: s.brokers, Logger: s.log,
+		Store: s.store, Kafka: s.cluster, Logger: s.log,
 		Metrics: relay.Metrics{Published: s.metrics.RelayPublished, PublishLag: s.metrics.RelayLag, Checkpoint: s.metrics.RelayCheckpoint},
 	})
 	s.runRole(ctx, "relay", r.Run)
@@ -49,10 +53,10 @@ func (s *Service) consume(groupID string, topics []string) projections.ConsumeFu
 	return s.consumeWith(kafka.ConsumerConfig{GroupID: groupID, Topics: topics})
 }
 
-// consumeWith is consume with the rest of cfg (a follower's) as given; the brokers and the
-// gather window are the process's.
+// consumeWith is consume with the rest of cfg (a follower's) as given; the brokers, their
+// credentials and the gather window are the process's.
 func (s *Service) consumeWith(cfg kafka.ConsumerConfig) projections.ConsumeFunc {
-	cfg.Brokers, cfg.MaxWait = s.brokers, consumerGatherWindow
+	cfg.Kafka, cfg.MaxWait = s.cluster, consumerGatherWindow
 	return func(ctx context.Context, _ string, handle func(context.Context, []eventschema.Envelope) error) error {
 		return kafka.Consume(ctx, cfg, s.log, handle) // Consume adds the group to its logger itself
 	}

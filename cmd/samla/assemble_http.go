@@ -201,8 +201,10 @@ func (s *Service) ready(ctx context.Context) error {
 			return fmt.Errorf("read models: %w", err)
 		}
 	}
-	if len(s.brokers) > 0 {
-		if err := anyReachable(ctx, s.brokers); err != nil {
+	if len(s.cluster.Brokers) > 0 {
+		// A TCP connection only: whether the credential works shows in the relay and the
+		// consumers.
+		if err := anyReachable(ctx, s.cluster.Brokers); err != nil {
 			return fmt.Errorf("kafka: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/platform/config"
 	"github.com/samla/samla/platform/httpapi"
+	"github.com/samla/samla/platform/kafka"
 	"github.com/samla/samla/platform/mtlsca"
 	"github.com/samla/samla/platform/sessiontoken"
 	"github.com/samla/samla/projections/collectionstatus"
@@ -102,6 +104,12 @@ type Config struct {
 	CACertFile   string
 	CAKeyFile    string
 
+	// KafkaSASLMechanism, KafkaSASLUsername and KafkaSASLPasswordFile authenticate to the
+	// KafkaBrokers cluster; all empty: no authentication. The embedded broker has its own.
+	KafkaSASLMechanism    string
+	KafkaSASLUsername     string
+	KafkaSASLPasswordFile string
+
 	// envErr lists the SAMLA_* variables that did not parse; validate reports them.
 	envErr error
 }
@@ -127,6 +135,9 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.StringVar(&c.JWTIssuer, "jwt-issuer", env.String("SAMLA_JWT_ISSUER", DefaultJWTIssuer), "issuer (iss) of users' session tokens; tokens of another issuer are refused [SAMLA_JWT_ISSUER]")
 	fs.StringVar(&c.EventStore, "eventstore", env.String("SAMLA_EVENTSTORE", "sqlite"), "sqlite, or an esdb:// connection string [SAMLA_EVENTSTORE]")
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", env.String("SAMLA_KAFKA_BROKERS", ""), "comma-separated brokers; empty runs the embedded broker [SAMLA_KAFKA_BROKERS]")
+	fs.StringVar(&c.KafkaSASLMechanism, "kafka-sasl-mechanism", env.String("SAMLA_KAFKA_SASL_MECHANISM", ""), "SASL mechanism for --kafka-brokers: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty: no authentication (the embedded broker always uses its own credential) [SAMLA_KAFKA_SASL_MECHANISM]")
+	fs.StringVar(&c.KafkaSASLUsername, "kafka-sasl-username", env.String("SAMLA_KAFKA_SASL_USERNAME", ""), "SASL user for --kafka-brokers [SAMLA_KAFKA_SASL_USERNAME]")
+	fs.StringVar(&c.KafkaSASLPasswordFile, "kafka-sasl-password-file", env.String("SAMLA_KAFKA_SASL_PASSWORD_FILE", ""), "file holding the SASL password for --kafka-brokers (one trailing newline is ignored) [SAMLA_KAFKA_SASL_PASSWORD_FILE]")
 	fs.StringVar(&c.ClickHouseDSN, "clickhouse-dsn", env.String("SAMLA_CLICKHOUSE_DSN", ""), "clickhouse://host:9000/db for ClickHouse read models; empty uses SQLite [SAMLA_CLICKHOUSE_DSN]")
 	fs.BoolVar(&c.Sandbox, "sandbox", env.Bool("SAMLA_SANDBOX", true), "start the sandbox demo companies [SAMLA_SANDBOX]")
 	fs.StringVar(&c.SandboxAddr, "sandbox-addr", env.String("SAMLA_SANDBOX_ADDR", "127.0.0.1:0"), "sandbox companies listener [SAMLA_SANDBOX_ADDR]")
@@ -256,6 +267,7 @@ func (c *Config) validate() error {
 		// would split the deployment in two.
 		errs = append(errs, fmt.Errorf("--kafka-brokers %q names no broker; leave it empty for the embedded broker", c.KafkaBrokers))
 	}
+	errs = append(errs, c.checkKafkaSASL()...)
 	if c.CompaniesURL != "" {
 		if err := checkCompaniesURL(c.CompaniesURL); err != nil {
 			errs = append(errs, err)
@@ -293,6 +305,56 @@ func checkBaseURL(flag, raw string) error {
 		return fmt.Errorf("--%s %q must have neither a query nor a fragment", flag, raw)
 	}
 	return nil
+}
+
+// checkKafkaSASL refuses SASL settings that would be ignored or cannot work: they need
+// --kafka-brokers, a known mechanism and all three of them.
+func (c *Config) checkKafkaSASL() []error {
+	if c.KafkaSASLMechanism == "" && c.KafkaSASLUsername == "" && c.KafkaSASLPasswordFile == "" {
+		return nil
+	}
+	var errs []error
+	if c.KafkaBrokers == "" {
+		errs = append(errs, errors.New("--kafka-sasl-* settings are for --kafka-brokers; the embedded broker generates its own credential"))
+	}
+	switch c.KafkaSASLMechanism {
+	case kafka.MechanismPlain, kafka.MechanismScramSHA256, kafka.MechanismScramSHA512:
+	case "":
+		errs = append(errs, errors.New("--kafka-sasl-mechanism is required with --kafka-sasl-username or --kafka-sasl-password-file"))
+	default:
+		errs = append(errs, fmt.Errorf("--kafka-sasl-mechanism must be %s, %s or %s, not %q",
+			kafka.MechanismPlain, kafka.MechanismScramSHA256, kafka.MechanismScramSHA512, c.KafkaSASLMechanism))
+	}
+	if c.KafkaSASLUsername == "" {
+		errs = append(errs, errors.New("--kafka-sasl-username is required with --kafka-sasl-mechanism"))
+	}
+	if c.KafkaSASLPasswordFile == "" {
+		errs = append(errs, errors.New("--kafka-sasl-password-file is required with --kafka-sasl-mechanism"))
+	}
+	return errs
+}
+
+// KafkaConn returns the --kafka-brokers cluster with its SASL mechanism (none when no
+// --kafka-sasl-mechanism is set), reading the password file.
+func (c *Config) KafkaConn() (kafka.Conn, error) {
+	conn := kafka.Conn{Brokers: c.Brokers()}
+	if c.KafkaSASLMechanism == "" {
+		return conn, nil
+	}
+	b, err := os.ReadFile(c.KafkaSASLPasswordFile)
+	if err != nil {
+		return kafka.Conn{}, fmt.Errorf("kafka SASL password: %w", err)
+	}
+	password := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if password == "" {
+		return kafka.Conn{}, fmt.Errorf("kafka SASL password file %s is empty", c.KafkaSASLPasswordFile)
+	}
+	m, err := kafka.NewMechanism(c.KafkaSASLMechanism, c.KafkaSASLUsername, password)
+	if err != nil {
+		return kafka.Conn{}, fmt.Errorf("kafka SASL: %w", err)
+	}
+	conn.SASL = m
+	return conn, nil
 }
 
 // Brokers splits KafkaBrokers.

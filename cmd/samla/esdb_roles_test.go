@@ -38,7 +38,7 @@ func TestRolesOnEventStoreDB(t *testing.T) {
 	run := func(roles Roles) *Service {
 		cfg := testConfig(t, dir)
 		cfg.EventStore = srv.ConnectionString()
-		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		useBroker(cfg, broker)
 		if !roles.Connect {
 			cfg.Sandbox = false
 		}

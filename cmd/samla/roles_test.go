@@ -32,7 +32,7 @@ func TestRolesAsSeparateProcesses(t *testing.T) {
 	}
 	base := func() *Config {
 		cfg := testConfig(t, dir)
-		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		useBroker(cfg, broker)
 		if clickHouseDSN != "" {
 			cfg.ClickHouseDSN = clickHouseDSN
 		}

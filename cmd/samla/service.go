@@ -62,7 +62,7 @@ type Service struct {
 	store   eventstore.Store
 	keys    eventschema.Keys // seals and opens personal data; nil in a process that needs none
 	broker  *kafka.Embedded
-	brokers []string
+	cluster kafka.Conn // the brokers, with the credentials every Kafka client of the process uses
 	models  *projections.ReadModels
 	// statusFollower keeps the status view current in a query process that does not write the
 	// status read model itself (useStatusView); nil otherwise.

@@ -316,7 +316,7 @@ func TestSessionRightAfterCreatingTheUser(t *testing.T) {
 	defer broker.Close()
 	run := func(roles Roles) *Service {
 		cfg := testConfig(t, dir)
-		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		useBroker(cfg, broker)
 		svc, err := Start(t.Context(), cfg, roles, testLogger(t))
 		if err != nil {
 			t.Fatalf("start %+v: %v", roles, err)
@@ -364,7 +364,7 @@ func TestDeleteWaitsUntilTheUsersReadModelShowsIt(t *testing.T) {
 	defer broker.Close()
 	run := func(roles Roles) *Service {
 		cfg := testConfig(t, dir)
-		cfg.KafkaBrokers = strings.Join(broker.Brokers(), ",")
+		useBroker(cfg, broker)
 		svc, err := Start(t.Context(), cfg, roles, testLogger(t))
 		if err != nil {
 			t.Fatalf("start %+v: %v", roles, err)

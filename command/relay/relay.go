@@ -56,10 +56,10 @@ type Metrics struct {
 type Config struct {
 	// Store is the event store to follow.
 	Store Store
-	// Brokers are used to read the checkpoint, and to build the writer when Writer is nil.
-	Brokers []string
-	// Writer publishes events and checkpoints. When nil, Run creates kafka.NewWriter(Brokers)
-	// for the events and kafka.NewCheckpointWriter(Brokers) for the checkpoints and closes
+	// Kafka is used to read the checkpoint, and to build the writer when Writer is nil.
+	Kafka kafka.Conn
+	// Writer publishes events and checkpoints. When nil, Run creates kafka.NewWriter(Kafka)
+	// for the events and kafka.NewCheckpointWriter(Kafka) for the checkpoints and closes
 	// them on return; a writer passed in is the caller's to close.
 	Writer Writer
 	Logger *slog.Logger
@@ -131,12 +131,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	if r.cfg.Store == nil {
 		return errors.New("relay: no event store")
 	}
-	if len(r.cfg.Brokers) == 0 {
+	if len(r.cfg.Kafka.Brokers) == 0 {
 		return errors.New("relay: no brokers")
 	}
 	w, cw := r.cfg.Writer, r.cfg.Writer
 	if w == nil {
-		kw, kcw := kafka.NewWriter(r.cfg.Brokers), kafka.NewCheckpointWriter(r.cfg.Brokers)
+		kw, kcw := kafka.NewWriter(r.cfg.Kafka), kafka.NewCheckpointWriter(r.cfg.Kafka)
 		defer func() {
 			for _, x := range []*kafkago.Writer{kw, kcw} {
 				if err := x.Close(); err != nil {
@@ -149,7 +149,7 @@ func (r *Relay) Run(ctx context.Context) error {
 
 	var acked uint64
 	err := r.retry(ctx, "reading relay checkpoint", func() (err error) {
-		acked, err = ReadCheckpoint(ctx, r.cfg.Brokers, r.cfg.CheckpointTopic)
+		acked, err = ReadCheckpoint(ctx, r.cfg.Kafka, r.cfg.CheckpointTopic)
 		return err
 	})
 	if err != nil {
@@ -427,13 +427,14 @@ func setGauge(g Gauge, v float64) {
 
 // ReadCheckpoint returns the global position in the last message of the single-partition
 // checkpoint topic, or 0 when the topic is empty (nothing published yet).
-func ReadCheckpoint(ctx context.Context, brokers []string, topic string) (uint64, error) {
-	if len(brokers) == 0 {
+func ReadCheckpoint(ctx context.Context, conn kafka.Conn, topic string) (uint64, error) {
+	if len(conn.Brokers) == 0 {
 		return 0, errors.New("read checkpoint: no brokers")
 	}
+	dialer := conn.Dialer()
 	var errs []error
-	for _, b := range brokers {
-		pos, err := readCheckpointFrom(ctx, b, topic)
+	for _, b := range conn.Brokers {
+		pos, err := readCheckpointFrom(ctx, dialer, b, topic)
 		if err == nil {
 			return pos, nil
 		}
@@ -442,10 +443,10 @@ func ReadCheckpoint(ctx context.Context, brokers []string, topic string) (uint64
 	return 0, fmt.Errorf("read checkpoint: %w", errors.Join(errs...))
 }
 
-func readCheckpointFrom(ctx context.Context, broker, topic string) (uint64, error) {
+func readCheckpointFrom(ctx context.Context, dialer *kafkago.Dialer, broker, topic string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := kafkago.DialLeader(ctx, "tcp", broker, topic, 0)
+	conn, err := dialer.DialLeader(ctx, "tcp", broker, topic, 0)
 	if err != nil {
 		return 0, fmt.Errorf("dial %s: %w", broker, err)
 	}

@@ -168,14 +168,14 @@ func (r *running) stop(t testing.TB) {
 	}
 }
 
-func waitCheckpoint(t testing.TB, brokers []string, want uint64) {
+func waitCheckpoint(t testing.TB, conn kafka.Conn, want uint64) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	var got uint64
 	var err error
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		got, err = ReadCheckpoint(ctx, brokers, kafka.RelayCheckpointTopic)
+		got, err = ReadCheckpoint(ctx, conn, kafka.RelayCheckpointTopic)
 		cancel()
 		if err == nil && got >= want {
 			if got > want {
@@ -189,14 +189,14 @@ func waitCheckpoint(t testing.TB, brokers []string, want uint64) {
 }
 
 // published reads every event topic from the start, per partition in offset order.
-func published(t testing.TB, brokers []string) map[string][]kafkago.Message {
+func published(t testing.TB, kc kafka.Conn) map[string][]kafkago.Message {
 	t.Helper()
 	out := map[string][]kafkago.Message{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, topic := range eventschema.Topics() {
 		for p := range relayTestPartitions {
-			conn, err := kafkago.DialLeader(ctx, "tcp", brokers[0], topic, p)
+			conn, err := kc.Dialer().DialLeader(ctx, "tcp", kc.Brokers[0], topic, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,16 +302,16 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 	store := newMemStore()
 	store.appendN(700, 23) // catch-up: more than one batch
 	publishedCount, lag, checkpoint := &metric{}, &metric{}, &metric{}
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(),
+	runRelay(t, Config{Store: store, Kafka: broker.Conn(),
 		Metrics: Metrics{Published: publishedCount, PublishLag: lag, Checkpoint: checkpoint}})
-	waitCheckpoint(t, broker.Brokers(), 700)
+	waitCheckpoint(t, broker.Conn(), 700)
 	for range 30 { // live: small appends while running
 		store.appendN(10, 23)
 		time.Sleep(2 * time.Millisecond)
 	}
-	waitCheckpoint(t, broker.Brokers(), 1000)
+	waitCheckpoint(t, broker.Conn(), 1000)
 
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	s.wantOnce(t, 1000)
 	if publishedCount.Value() != 1000 {
 		t.Errorf("published counter %v, want 1000", publishedCount.Value())
@@ -329,14 +329,14 @@ func TestRelayRestartResumesAfterCheckpoint(t *testing.T) {
 	broker := startBroker(t)
 	store := newMemStore()
 	store.appendN(150, 7)
-	r := runRelay(t, Config{Store: store, Brokers: broker.Brokers()})
-	waitCheckpoint(t, broker.Brokers(), 150)
+	r := runRelay(t, Config{Store: store, Kafka: broker.Conn()})
+	waitCheckpoint(t, broker.Conn(), 150)
 	r.stop(t)
 
 	store.appendN(150, 7) // written while the relay is down
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers()})
-	waitCheckpoint(t, broker.Brokers(), 300)
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	runRelay(t, Config{Store: store, Kafka: broker.Conn()})
+	waitCheckpoint(t, broker.Conn(), 300)
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	s.wantOnce(t, 300)
 }
 
@@ -348,7 +348,7 @@ func TestRelayCrashBeforeCheckpointLosesNothing(t *testing.T) {
 	broker := startBroker(t)
 	store := newMemStore()
 	store.appendN(100, 5)
-	real := kafka.NewWriter(broker.Brokers())
+	real := kafka.NewWriter(broker.Conn())
 	t.Cleanup(func() { real.Close() })
 
 	crash := make(chan struct{})
@@ -366,17 +366,17 @@ func TestRelayCrashBeforeCheckpointLosesNothing(t *testing.T) {
 		lastBatch.Store(int64(len(msgs)))
 		return nil
 	}}
-	r := runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: flaky, MaxBatch: 40})
-	waitCheckpoint(t, broker.Brokers(), 40)
+	r := runRelay(t, Config{Store: store, Kafka: broker.Conn(), Writer: flaky, MaxBatch: 40})
+	waitCheckpoint(t, broker.Conn(), 40)
 	store.appendN(100, 5)
 	<-crash
 	r.stop(t)
 
 	store.appendN(50, 5)
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), MaxBatch: 40})
-	waitCheckpoint(t, broker.Brokers(), 250)
+	runRelay(t, Config{Store: store, Kafka: broker.Conn(), MaxBatch: 40})
+	waitCheckpoint(t, broker.Conn(), 250)
 
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	dups := 0
 	for pos := uint64(1); pos <= 250; pos++ {
 		switch c := s.count[pos]; {
@@ -402,7 +402,7 @@ func TestRelayRetriesFailedPublish(t *testing.T) {
 	broker := startBroker(t)
 	store := newMemStore()
 	store.appendN(60, 4)
-	real := kafka.NewWriter(broker.Brokers())
+	real := kafka.NewWriter(broker.Conn())
 	t.Cleanup(func() { real.Close() })
 	var failures atomic.Int64
 	var firstBatch []string
@@ -422,7 +422,7 @@ func TestRelayRetriesFailedPublish(t *testing.T) {
 		}
 		if call == 3 { // two failures in: nothing may have been checkpointed
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			pos, err := ReadCheckpoint(ctx, broker.Brokers(), kafka.RelayCheckpointTopic)
+			pos, err := ReadCheckpoint(ctx, broker.Conn(), kafka.RelayCheckpointTopic)
 			cancel()
 			if err != nil || pos != 0 || checkpoint.Value() != 0 {
 				t.Errorf("checkpoint at %d (gauge %v, err %v) while publishing fails", pos, checkpoint.Value(), err)
@@ -431,12 +431,12 @@ func TestRelayRetriesFailedPublish(t *testing.T) {
 		failures.Add(1)
 		return kafkago.LeaderNotAvailable
 	}}
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: flaky, Metrics: Metrics{Checkpoint: checkpoint}})
-	waitCheckpoint(t, broker.Brokers(), 60)
+	runRelay(t, Config{Store: store, Kafka: broker.Conn(), Writer: flaky, Metrics: Metrics{Checkpoint: checkpoint}})
+	waitCheckpoint(t, broker.Conn(), 60)
 	if failures.Load() != 3 {
 		t.Fatalf("%d failed writes, want 3", failures.Load())
 	}
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	s.wantOnce(t, 60)
 }
 
@@ -448,12 +448,12 @@ func TestRelayResubscribesAfterStoreFailure(t *testing.T) {
 	store := newMemStore()
 	store.failAfter.Store(30)
 	store.appendN(100, 9)
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), MaxBatch: 20})
-	waitCheckpoint(t, broker.Brokers(), 100)
+	runRelay(t, Config{Store: store, Kafka: broker.Conn(), MaxBatch: 20})
+	waitCheckpoint(t, broker.Conn(), 100)
 	if n := store.failAfter.Load(); n != 0 {
 		t.Fatalf("the subscription never failed (failAfter still %d): the test covers no resubscription", n)
 	}
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	s.wantOnce(t, 100)
 }
 
@@ -463,7 +463,7 @@ func TestRelaySplitsBatchesBySize(t *testing.T) {
 	broker := startBroker(t)
 	store := newMemStore()
 	store.appendN(200, 3)
-	real := kafka.NewWriter(broker.Brokers())
+	real := kafka.NewWriter(broker.Conn())
 	t.Cleanup(func() { real.Close() })
 	var biggest atomic.Int64
 	flaky := &flakyWriter{w: real, fail: func(_ int64, msgs []kafkago.Message) error {
@@ -476,12 +476,12 @@ func TestRelaySplitsBatchesBySize(t *testing.T) {
 		}
 		return nil
 	}}
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: flaky, MaxBatchBytes: 4096})
-	waitCheckpoint(t, broker.Brokers(), 200)
+	runRelay(t, Config{Store: store, Kafka: broker.Conn(), Writer: flaky, MaxBatchBytes: 4096})
+	waitCheckpoint(t, broker.Conn(), 200)
 	if biggest.Load() > 4096 {
 		t.Fatalf("a publish call carried %d bytes, limit 4096", biggest.Load())
 	}
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	s.wantOnce(t, 200)
 }
 
@@ -491,7 +491,7 @@ func TestRelayGathersATrickle(t *testing.T) {
 	t.Parallel()
 	broker := startBroker(t)
 	store := newMemStore()
-	real := kafka.NewWriter(broker.Brokers())
+	real := kafka.NewWriter(broker.Conn())
 	t.Cleanup(func() { real.Close() })
 	var publishes atomic.Int64
 	counting := &flakyWriter{w: real, fail: func(_ int64, msgs []kafkago.Message) error {
@@ -500,9 +500,9 @@ func TestRelayGathersATrickle(t *testing.T) {
 		}
 		return nil
 	}}
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers(), Writer: counting, BatchInterval: 300 * time.Millisecond})
+	runRelay(t, Config{Store: store, Kafka: broker.Conn(), Writer: counting, BatchInterval: 300 * time.Millisecond})
 	store.appendN(1, 1)
-	waitCheckpoint(t, broker.Brokers(), 1)
+	waitCheckpoint(t, broker.Conn(), 1)
 	if n := publishes.Load(); n != 1 {
 		t.Fatalf("first event: %d publishes, want 1", n)
 	}
@@ -510,13 +510,13 @@ func TestRelayGathersATrickle(t *testing.T) {
 		store.appendN(1, 7)
 		time.Sleep(3 * time.Millisecond)
 	}
-	waitCheckpoint(t, broker.Brokers(), 31)
+	waitCheckpoint(t, broker.Conn(), 31)
 	// One publish per event without the interval; with it, the trickle (about 100 ms) fits in
 	// one or two windows (three on a slow machine).
 	if n := publishes.Load(); n > 4 {
 		t.Errorf("31 events in %d publishes, want at most 4", n)
 	}
-	s := checkLog(t, store.snapshot(), published(t, broker.Brokers()))
+	s := checkLog(t, store.snapshot(), published(t, broker.Conn()))
 	s.wantOnce(t, 31)
 }
 
@@ -525,7 +525,7 @@ func TestReadCheckpointOfEmptyTopic(t *testing.T) {
 	broker := startBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pos, err := ReadCheckpoint(ctx, broker.Brokers(), kafka.RelayCheckpointTopic)
+	pos, err := ReadCheckpoint(ctx, broker.Conn(), kafka.RelayCheckpointTopic)
 	if err != nil || pos != 0 {
 		t.Fatalf("ReadCheckpoint = %d, %v; want 0, nil", pos, err)
 	}
@@ -536,10 +536,10 @@ func TestReadCheckpointRefusesPartitionedTopic(t *testing.T) {
 	broker := startBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, broker.Brokers(), []string{"samla.bad.checkpoint"}, 3); err != nil {
+	if err := kafka.EnsureTopics(ctx, broker.Conn(), []string{"samla.bad.checkpoint"}, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadCheckpoint(ctx, broker.Brokers(), "samla.bad.checkpoint"); err == nil {
+	if _, err := ReadCheckpoint(ctx, broker.Conn(), "samla.bad.checkpoint"); err == nil {
 		t.Fatal("ReadCheckpoint accepted a topic with 3 partitions")
 	}
 }
@@ -559,7 +559,7 @@ func BenchmarkRelayCatchUp(b *testing.B) {
 	done := make(chan error, 1)
 	b.ResetTimer()
 	go func() {
-		done <- New(Config{Store: store, Brokers: broker.Brokers(), Logger: testLogger(),
+		done <- New(Config{Store: store, Kafka: broker.Conn(), Logger: testLogger(),
 			Metrics: Metrics{Checkpoint: checkpoint}}).Run(ctx)
 	}()
 	for checkpoint.Value() < float64(b.N) {

@@ -59,13 +59,13 @@ func TestRelayWithSQLiteStore(t *testing.T) {
 	}
 	appendAll(4, 25) // 200 events before the relay starts
 
-	r := runRelay(t, Config{Store: store, Brokers: broker.Brokers()})
+	r := runRelay(t, Config{Store: store, Kafka: broker.Conn()})
 	appendAll(6, 20) // 240 more while it runs
 	r.stop(t)
 	appendAll(3, 10) // 60 while it is down
-	runRelay(t, Config{Store: store, Brokers: broker.Brokers()})
+	runRelay(t, Config{Store: store, Kafka: broker.Conn()})
 	appendAll(5, 10) // 100 after the restart
-	waitCheckpoint(t, broker.Brokers(), 600)
+	waitCheckpoint(t, broker.Conn(), 600)
 
 	events, err := store.ReadAll(ctx, 0, 0)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestRelayWithSQLiteStore(t *testing.T) {
 	if len(events) != 600 {
 		t.Fatalf("store holds %d events, want 600", len(events))
 	}
-	s := checkLog(t, events, published(t, broker.Brokers()))
+	s := checkLog(t, events, published(t, broker.Conn()))
 	s.wantOnce(t, 600)
 }
 
@@ -94,12 +94,12 @@ func BenchmarkAppendToConsume(b *testing.B) {
 			defer cancel()
 			relayDone := make(chan error, 1)
 			go func() {
-				relayDone <- New(Config{Store: store, Brokers: broker.Brokers(), Logger: testLogger()}).Run(ctx)
+				relayDone <- New(Config{Store: store, Kafka: broker.Conn(), Logger: testLogger()}).Run(ctx)
 			}()
 			arrived := make(chan struct{}, 16)
 			consumeDone := make(chan error, 1)
 			go func() {
-				consumeDone <- kafka.Consume(ctx, kafka.ConsumerConfig{Brokers: broker.Brokers(), GroupID: "bench",
+				consumeDone <- kafka.Consume(ctx, kafka.ConsumerConfig{Kafka: broker.Conn(), GroupID: "bench",
 					Topics: eventschema.Topics(), MaxWait: time.Millisecond}, testLogger(),
 					func(_ context.Context, batch []eventschema.Envelope) error {
 						for range batch {

@@ -13,7 +13,7 @@ import (
 // count, the broker's default replication factor and retention.ms=-1 (the event log is kept
 // forever). Topics that already exist are left as they are, partition count included:
 // changing it would move streams to other partitions and break per-stream order.
-func EnsureTopics(ctx context.Context, brokers []string, topics []string, partitions int) error {
+func EnsureTopics(ctx context.Context, conn Conn, topics []string, partitions int) error {
 	if partitions <= 0 {
 		return fmt.Errorf("ensure topics: partitions must be positive, got %d", partitions)
 	}
@@ -21,13 +21,13 @@ func EnsureTopics(ctx context.Context, brokers []string, topics []string, partit
 	for i, t := range topics {
 		cfgs[i] = topicConfig(t, partitions, eventTopicConfigs())
 	}
-	return createTopics(ctx, brokers, cfgs)
+	return createTopics(ctx, conn, cfgs)
 }
 
 // EnsureCheckpointTopic creates the relay's single-partition, compacted checkpoint topic on a
 // real cluster if it is missing.
-func EnsureCheckpointTopic(ctx context.Context, brokers []string) error {
-	return createTopics(ctx, brokers, []kafkago.TopicConfig{
+func EnsureCheckpointTopic(ctx context.Context, conn Conn) error {
+	return createTopics(ctx, conn, []kafkago.TopicConfig{
 		topicConfig(RelayCheckpointTopic, 1, checkpointTopicConfigs()),
 	})
 }
@@ -46,11 +46,13 @@ func topicConfig(topic string, partitions int, configs map[string]string) kafkag
 	return tc
 }
 
-func createTopics(ctx context.Context, brokers []string, topics []kafkago.TopicConfig) error {
-	if len(brokers) == 0 {
+func createTopics(ctx context.Context, conn Conn, topics []kafkago.TopicConfig) error {
+	if len(conn.Brokers) == 0 {
 		return errors.New("create topics: no brokers")
 	}
-	client := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
+	tr := conn.transport()
+	defer tr.CloseIdleConnections()
+	client := &kafkago.Client{Addr: kafkago.TCP(conn.Brokers...), Timeout: 10 * time.Second, Transport: tr}
 	res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: topics})
 	if err != nil {
 		return fmt.Errorf("create topics: %w", err)

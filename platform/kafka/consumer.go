@@ -17,7 +17,8 @@ import (
 
 // ConsumerConfig configures Consume.
 type ConsumerConfig struct {
-	Brokers []string
+	// Kafka is the cluster to read, with the credentials to read it.
+	Kafka Conn
 	// GroupID is the consumer group; offsets are committed under it.
 	GroupID string
 	// Topics are the topics the group reads.
@@ -106,7 +107,7 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 	if logger == nil {
 		logger = slog.Default()
 	}
-	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || len(cfg.Topics) == 0 {
+	if len(cfg.Kafka.Brokers) == 0 || cfg.GroupID == "" || len(cfg.Topics) == 0 {
 		return errors.New("consume: brokers, group id and topics are required")
 	}
 	if cfg.MaxBatch <= 0 {
@@ -121,7 +122,8 @@ func Consume(ctx context.Context, cfg ConsumerConfig, logger *slog.Logger, handl
 	logger = logger.With("group", cfg.GroupID)
 
 	reader := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:     cfg.Brokers,
+		Brokers:     cfg.Kafka.Brokers,
+		Dialer:      cfg.Kafka.Dialer(),
 		GroupID:     cfg.GroupID,
 		GroupTopics: cfg.Topics,
 		MinBytes:    1,

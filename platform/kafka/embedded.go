@@ -6,14 +6,18 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/segmentio/kafka-go/sasl"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/samla/samla/eventschema"
@@ -62,12 +66,24 @@ const maxMessageBytes = 16 << 20
 //   - Without Ports the listener port is random on every start; take Brokers() each time.
 //   - Nothing stops two brokers from sharing a directory, so StartEmbedded takes a lock file
 //     (.lock, flock) in it.
+//   - With EnableSASL every request but ApiVersions and the SASL handshake is refused until the
+//     connection has authenticated. No ACLs are enabled, so an authenticated user may do
+//     everything (samla's user is a superuser anyway, which would also bypass ACLs). kfake
+//     keeps its SASL users in sasl.json (salted SCRAM keys, mode 0644) and, when that file
+//     exists, loads them in place of the configured ones: a directory from before SASL has an
+//     empty one, which would leave no user at all, and a stale one would lock samla out after a
+//     new password file. StartEmbedded therefore deletes sasl.json before the start (the
+//     password file is the one source of the credential) and narrows it to 0600 after start
+//     and close. kfake's control functions (topicLimits) run before its SASL check, so they
+//     see unauthenticated requests too; they only ever refuse.
 //   - Topics without an explicit retention.ms fall back to log.retention.ms (7 days), and
 //     retention is enforced on every topic as soon as any topic has a retention config. Every
 //     topic here is created with retention.ms=-1 and the broker default is -1 too.
 type Embedded struct {
 	cluster   *kfake.Cluster
 	brokers   []string
+	dataDir   string
+	mechanism sasl.Mechanism
 	logger    *slog.Logger
 	unlock    func()
 	closeOnce sync.Once
@@ -112,7 +128,23 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 	if err != nil {
 		return nil, fmt.Errorf("embedded kafka: %w", err)
 	}
+	password, err := loadOrCreatePassword(filepath.Join(dataDir, PasswordFileName))
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("embedded kafka: %w", err)
+	}
+	mechanism, err := NewMechanism(EmbeddedMechanism, EmbeddedUser, password)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("embedded kafka: %w", err)
+	}
+	if err := os.Remove(filepath.Join(dataDir, kfakeSASLFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		unlock()
+		return nil, fmt.Errorf("embedded kafka: remove stale %s: %w", kfakeSASLFile, err)
+	}
 	kopts := []kfake.Opt{
+		kfake.EnableSASL(),
+		kfake.Superuser(EmbeddedMechanism, EmbeddedUser, password),
 		kfake.NumBrokers(1),
 		kfake.DataDir(dataDir),
 		kfake.DefaultNumPartitions(cfg.partitions),
@@ -144,13 +176,16 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 		unlock()
 		return nil, fmt.Errorf("embedded kafka: start: %w", err)
 	}
-	e := &Embedded{cluster: cluster, brokers: cluster.ListenAddrs(), logger: logger, unlock: unlock, partitions: cfg.partitions}
+	e := &Embedded{cluster: cluster, brokers: cluster.ListenAddrs(), dataDir: dataDir,
+		mechanism: mechanism, logger: logger, unlock: unlock, partitions: cfg.partitions}
+	e.narrowSASLFile()
 	installTopicLimits(cluster, cfg.partitions)
 	if err := e.ensureTopics(); err != nil {
 		e.Close()
 		return nil, err
 	}
-	logger.Info("embedded kafka started", "brokers", e.brokers, "data_dir", dataDir)
+	logger.Info("embedded kafka started", "brokers", e.brokers, "data_dir", dataDir,
+		"sasl_mechanism", EmbeddedMechanism, "sasl_user", EmbeddedUser, "sasl_password_file", e.PasswordFile())
 	return e, nil
 }
 
@@ -172,8 +207,24 @@ func (e *Embedded) ensureTopics() error {
 	return nil
 }
 
-// Brokers returns the broker addresses to hand to writers and readers.
+// Brokers returns the broker addresses. Clients also need the credential: see Conn.
 func (e *Embedded) Brokers() []string { return append([]string(nil), e.brokers...) }
+
+// Conn returns the broker addresses with the SASL mechanism that samla's clients authenticate
+// with, to hand to writers, readers and EnsureTopics.
+func (e *Embedded) Conn() Conn { return Conn{Brokers: e.Brokers(), SASL: e.mechanism} }
+
+// PasswordFile is the file that holds the password of EmbeddedUser, for outside tools and for
+// processes pointed at this broker with SAMLA_KAFKA_SASL_PASSWORD_FILE.
+func (e *Embedded) PasswordFile() string { return filepath.Join(e.dataDir, PasswordFileName) }
+
+// narrowSASLFile makes kfake's sasl.json (salted SCRAM keys, enough to authenticate with)
+// readable by the owner only; kfake writes it 0644.
+func (e *Embedded) narrowSASLFile() {
+	if err := os.Chmod(filepath.Join(e.dataDir, kfakeSASLFile), 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		e.logger.Warn("embedded kafka: narrow permissions of "+kfakeSASLFile, "error", err)
+	}
+}
 
 // Close stops the broker and writes its state to the data directory. Close the clients
 // first: see the note on restored group members.
@@ -181,6 +232,7 @@ func (e *Embedded) Brokers() []string { return append([]string(nil), e.brokers..
 func (e *Embedded) Close() {
 	e.closeOnce.Do(func() {
 		e.cluster.Close()
+		e.narrowSASLFile()
 		e.unlock()
 		e.logger.Info("embedded kafka stopped")
 	})

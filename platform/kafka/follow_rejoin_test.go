@@ -15,9 +15,9 @@ import (
 // skipped, and OnRejoin is how it learns that it may have been (found in review).
 func TestConsumeFollowerLearnsOfRejoins(t *testing.T) {
 	e := startEmbedded(t, t.TempDir())
-	publish(t, e.Brokers(), toKafka(t, envelope("collection-f", 0, 1)))
+	publish(t, e.Conn(), toKafka(t, envelope("collection-f", 0, 1)))
 	var rejoins atomic.Int64
-	f := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "follower-rejoin", Follow: true,
+	f := consumeWith(t, ConsumerConfig{Kafka: e.Conn(), GroupID: "follower-rejoin", Follow: true,
 		OnRejoin: func() { rejoins.Add(1) }}, nil)
 	next := untilFollowing(t, e, f, "collection-f", 1)
 	var hold atomic.Bool
@@ -51,7 +51,7 @@ func TestConsumeFollowerLearnsOfRejoins(t *testing.T) {
 	missed := []uint64{}
 	for i := 0; i < 3; i++ {
 		next++
-		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", next, next+1)))
+		publish(t, e.Conn(), toKafka(t, envelope("collection-f", next, next+1)))
 		missed = append(missed, next)
 	}
 	time.Sleep(1500 * time.Millisecond)
@@ -60,7 +60,7 @@ func TestConsumeFollowerLearnsOfRejoins(t *testing.T) {
 	var last uint64
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		next++
-		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", next, next+1)))
+		publish(t, e.Conn(), toKafka(t, envelope("collection-f", next, next+1)))
 		f.mu.Lock()
 		h := f.handled()
 		f.mu.Unlock()

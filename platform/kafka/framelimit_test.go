@@ -123,8 +123,8 @@ func TestEmbeddedDropsNonKafkaTraffic(t *testing.T) {
 	if grown := after.TotalAlloc - before.TotalAlloc; grown > maxRequestBytes {
 		t.Fatalf("the broker allocated %d bytes for an HTTP request (limit %d)", grown, maxRequestBytes)
 	}
-	publish(t, e.Brokers(), toKafka(t, envelope("collection-after", 0, 1)))
-	c := consumeInBackground(t, e.Brokers(), "after-http", nil)
+	publish(t, e.Conn(), toKafka(t, envelope("collection-after", 0, 1)))
+	c := consumeInBackground(t, e.Conn(), "after-http", nil)
 	c.waitFor(t, "the event published after the HTTP request", func() bool { return len(c.handled()) >= 1 })
 }
 

@@ -72,9 +72,9 @@ func toKafka(t testing.TB, e eventschema.Envelope) kafkago.Message {
 	return m
 }
 
-func publish(t testing.TB, brokers []string, msgs ...kafkago.Message) {
+func publish(t testing.TB, conn Conn, msgs ...kafkago.Message) {
 	t.Helper()
-	w := NewWriter(brokers)
+	w := NewWriter(conn)
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -93,9 +93,9 @@ type collector struct {
 	changed chan struct{}
 }
 
-func consumeInBackground(t testing.TB, brokers []string, group string, fail func(call int) error) *collector {
+func consumeInBackground(t testing.TB, conn Conn, group string, fail func(call int) error) *collector {
 	t.Helper()
-	return consumeWith(t, ConsumerConfig{Brokers: brokers, GroupID: group}, fail)
+	return consumeWith(t, ConsumerConfig{Kafka: conn, GroupID: group}, fail)
 }
 
 // consumeWith is consumeInBackground with the rest of cfg (Follow) as given.
@@ -105,7 +105,7 @@ func consumeWith(t testing.TB, base ConsumerConfig, fail func(call int) error) *
 	c := &collector{cancel: cancel, done: make(chan error, 1), changed: make(chan struct{}, 1)}
 	calls := 0
 	cfg := ConsumerConfig{
-		Brokers: base.Brokers, GroupID: base.GroupID, Topics: eventschema.Topics(), Follow: base.Follow, OnRejoin: base.OnRejoin,
+		Kafka: base.Kafka, GroupID: base.GroupID, Topics: eventschema.Topics(), Follow: base.Follow, OnRejoin: base.OnRejoin,
 		CommitInterval: base.CommitInterval,
 		OnBatch: func(info BatchInfo) {
 			c.mu.Lock()
@@ -242,21 +242,21 @@ func TestEmbeddedRestartKeepsLogAndOffsets(t *testing.T) {
 	for i := range 10 {
 		first = append(first, toKafka(t, envelope(fmt.Sprintf("collection-%d", i%3), uint64(i/3), uint64(i+1))))
 	}
-	publish(t, e.Brokers(), first...)
+	publish(t, e.Conn(), first...)
 
-	c := consumeInBackground(t, e.Brokers(), "restart-group", nil)
+	c := consumeInBackground(t, e.Conn(), "restart-group", nil)
 	c.waitFor(t, "10 committed events", func() bool { return c.committedEvents() == 10 })
 	c.stop(t)
 	e.Close()
 
 	e = startEmbedded(t, dir, WithPort(port)) // the same port is free again at once
 	// The whole log is still there, from offset zero.
-	if got := countMessages(t, e.Brokers(), eventschema.Topic("collection")); got != 10 {
+	if got := countMessages(t, e.Conn(), eventschema.Topic("collection")); got != 10 {
 		t.Fatalf("after restart the collection topic holds %d messages, want 10", got)
 	}
 	// The group resumes after its committed offsets: it sees only what comes next.
-	publish(t, e.Brokers(), toKafka(t, envelope("collection-9", 0, 11)))
-	c = consumeInBackground(t, e.Brokers(), "restart-group", nil)
+	publish(t, e.Conn(), toKafka(t, envelope("collection-9", 0, 11)))
+	c = consumeInBackground(t, e.Conn(), "restart-group", nil)
 	c.waitFor(t, "the new event", func() bool { return len(c.handled()) >= 1 })
 	time.Sleep(100 * time.Millisecond) // room for a wrongly redelivered old batch to show up
 	c.mu.Lock()
@@ -282,8 +282,8 @@ func TestEmbeddedCrashKeepsAcknowledgedWrites(t *testing.T) {
 	for i := range 20 {
 		msgs = append(msgs, toKafka(t, envelope(fmt.Sprintf("consent-%d", i%4), uint64(i/4), uint64(i+1))))
 	}
-	publish(t, e.Brokers(), msgs...)
-	c := consumeInBackground(t, e.Brokers(), "crash-group", nil)
+	publish(t, e.Conn(), msgs...)
+	c := consumeInBackground(t, e.Conn(), "crash-group", nil)
 	c.waitFor(t, "20 committed events", func() bool { return c.committedEvents() == 20 })
 	c.stop(t)
 
@@ -292,11 +292,11 @@ func TestEmbeddedCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("copy data dir: %v", err)
 	}
 	e2 := startEmbedded(t, crashed)
-	if got := countMessages(t, e2.Brokers(), eventschema.Topic("consent")); got != 20 {
+	if got := countMessages(t, e2.Conn(), eventschema.Topic("consent")); got != 20 {
 		t.Fatalf("after a crash the consent topic holds %d messages, want 20", got)
 	}
-	publish(t, e2.Brokers(), toKafka(t, envelope("consent-9", 0, 21)))
-	c = consumeInBackground(t, e2.Brokers(), "crash-group", nil)
+	publish(t, e2.Conn(), toKafka(t, envelope("consent-9", 0, 21)))
+	c = consumeInBackground(t, e2.Conn(), "crash-group", nil)
 	c.waitFor(t, "the new event", func() bool { return len(c.handled()) >= 1 })
 	c.mu.Lock()
 	got := c.handled()
@@ -307,11 +307,11 @@ func TestEmbeddedCrashKeepsAcknowledgedWrites(t *testing.T) {
 }
 
 // countMessages reads a topic's partitions from the start, without a group.
-func countMessages(t testing.TB, brokers []string, topic string) int {
+func countMessages(t testing.TB, kc Conn, topic string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := kafkago.DialContext(ctx, "tcp", brokers[0])
+	conn, err := kc.Dialer().DialContext(ctx, "tcp", kc.Brokers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func countMessages(t testing.TB, brokers []string, topic string) int {
 	}
 	total := 0
 	for _, p := range parts {
-		pc, err := kafkago.DialLeader(ctx, "tcp", brokers[0], topic, p.ID)
+		pc, err := kc.Dialer().DialLeader(ctx, "tcp", kc.Brokers[0], topic, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,10 +343,10 @@ func TestConsumeCommitsOnlyAfterHandleSucceeds(t *testing.T) {
 	for i := range 5 {
 		msgs = append(msgs, toKafka(t, envelope("cancellation-a", uint64(i), uint64(i+1))))
 	}
-	publish(t, e.Brokers(), msgs...)
+	publish(t, e.Conn(), msgs...)
 
 	failure := errors.New("read model unavailable")
-	c := consumeInBackground(t, e.Brokers(), "retry-group", func(call int) error {
+	c := consumeInBackground(t, e.Conn(), "retry-group", func(call int) error {
 		if call == 1 {
 			return failure
 		}
@@ -373,8 +373,8 @@ func TestConsumeCommitsOnlyAfterHandleSucceeds(t *testing.T) {
 	c.stop(t)
 
 	// A new member of the group starts after the committed offsets.
-	publish(t, e.Brokers(), toKafka(t, envelope("cancellation-a", 5, 6)))
-	c2 := consumeInBackground(t, e.Brokers(), "retry-group", nil)
+	publish(t, e.Conn(), toKafka(t, envelope("cancellation-a", 5, 6)))
+	c2 := consumeInBackground(t, e.Conn(), "retry-group", nil)
 	c2.waitFor(t, "the new event", func() bool { return len(c2.handled()) >= 1 })
 	time.Sleep(100 * time.Millisecond)
 	c2.mu.Lock()
@@ -389,18 +389,18 @@ func TestConsumeCommitsOnlyAfterHandleSucceeds(t *testing.T) {
 func TestConsumeCommitsEveryBatchWithoutInterval(t *testing.T) {
 	t.Parallel()
 	e := startEmbedded(t, t.TempDir())
-	publish(t, e.Brokers(), toKafka(t, envelope("client-b", 0, 1)), toKafka(t, envelope("client-b", 1, 2)))
-	c := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "sync-group", CommitInterval: -1}, nil)
+	publish(t, e.Conn(), toKafka(t, envelope("client-b", 0, 1)), toKafka(t, envelope("client-b", 1, 2)))
+	c := consumeWith(t, ConsumerConfig{Kafka: e.Conn(), GroupID: "sync-group", CommitInterval: -1}, nil)
 	c.waitFor(t, "2 committed events", func() bool { return c.committedEvents() == 2 })
 	// With the broker before the consumer leaves its group (which commits what is pending,
 	// interval or not).
-	if got := committedOffset(t, e.Brokers(), "sync-group", eventschema.Topic("client")); got != 2 {
+	if got := committedOffset(t, e.Conn(), "sync-group", eventschema.Topic("client")); got != 2 {
 		t.Fatalf("the group's committed offset before the stop is %d, want 2 (both events)", got)
 	}
 	c.stop(t)
 
-	publish(t, e.Brokers(), toKafka(t, envelope("client-b", 2, 3)))
-	c2 := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "sync-group", CommitInterval: -1}, nil)
+	publish(t, e.Conn(), toKafka(t, envelope("client-b", 2, 3)))
+	c2 := consumeWith(t, ConsumerConfig{Kafka: e.Conn(), GroupID: "sync-group", CommitInterval: -1}, nil)
 	c2.waitFor(t, "the new event", func() bool { return len(c2.handled()) >= 1 })
 	time.Sleep(100 * time.Millisecond) // room for a wrongly redelivered old batch to show up
 	c2.mu.Lock()
@@ -411,9 +411,9 @@ func TestConsumeCommitsEveryBatchWithoutInterval(t *testing.T) {
 }
 
 // committedOffset is the offset group has committed on partition 0 of topic (-1 for none).
-func committedOffset(t *testing.T, brokers []string, group, topic string) int64 {
+func committedOffset(t *testing.T, conn Conn, group, topic string) int64 {
 	t.Helper()
-	client := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 5 * time.Second}
+	client := &kafkago.Client{Addr: kafkago.TCP(conn.Brokers...), Timeout: 5 * time.Second, Transport: conn.transport()}
 	resp, err := client.OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
 	if err != nil || resp.Error != nil {
 		t.Fatalf("fetch the offsets of %s: %v, %v", group, err, resp.Error)
@@ -431,8 +431,8 @@ func committedOffset(t *testing.T, brokers []string, group, topic string) int64 
 func TestConsumeNeverCommitsFailedBatch(t *testing.T) {
 	t.Parallel()
 	e := startEmbedded(t, t.TempDir())
-	publish(t, e.Brokers(), toKafka(t, envelope("client-a", 0, 1)), toKafka(t, envelope("client-a", 1, 2)))
-	c := consumeInBackground(t, e.Brokers(), "failing-group", func(int) error { return errors.New("down") })
+	publish(t, e.Conn(), toKafka(t, envelope("client-a", 0, 1)), toKafka(t, envelope("client-a", 1, 2)))
+	c := consumeInBackground(t, e.Conn(), "failing-group", func(int) error { return errors.New("down") })
 	c.waitFor(t, "two failed attempts", func() bool { return len(c.batches) >= 2 })
 	c.stop(t)
 	c.mu.Lock()
@@ -441,7 +441,7 @@ func TestConsumeNeverCommitsFailedBatch(t *testing.T) {
 	}
 	c.mu.Unlock()
 
-	c2 := consumeInBackground(t, e.Brokers(), "failing-group", nil)
+	c2 := consumeInBackground(t, e.Conn(), "failing-group", nil)
 	c2.waitFor(t, "both events again", func() bool { return c2.committedEvents() == 2 })
 	c2.mu.Lock()
 	defer c2.mu.Unlock()
@@ -455,12 +455,12 @@ func TestConsumeSkipsPoisonMessages(t *testing.T) {
 	e := startEmbedded(t, t.TempDir())
 	topic := eventschema.Topic("user")
 	good := toKafka(t, envelope("user-1", 0, 2))
-	publish(t, e.Brokers(),
+	publish(t, e.Conn(),
 		kafkago.Message{Topic: topic, Key: []byte("user-1"), Value: []byte("not json")},
 		kafkago.Message{Topic: topic, Key: []byte("user-1"), Value: []byte(`{"payload":{}}`)},
 		good)
 
-	c := consumeInBackground(t, e.Brokers(), "poison-group", nil)
+	c := consumeInBackground(t, e.Conn(), "poison-group", nil)
 	c.waitFor(t, "the good event", func() bool { return len(c.handled()) == 1 })
 	c.waitFor(t, "skips counted", func() bool {
 		skipped := 0
@@ -472,8 +472,8 @@ func TestConsumeSkipsPoisonMessages(t *testing.T) {
 	c.stop(t)
 
 	// Everything, poison included, was committed: a new member sees nothing old.
-	publish(t, e.Brokers(), toKafka(t, envelope("user-1", 1, 3)))
-	c2 := consumeInBackground(t, e.Brokers(), "poison-group", nil)
+	publish(t, e.Conn(), toKafka(t, envelope("user-1", 1, 3)))
+	c2 := consumeInBackground(t, e.Conn(), "poison-group", nil)
 	c2.waitFor(t, "the new event", func() bool { return len(c2.handled()) >= 1 })
 	c2.mu.Lock()
 	defer c2.mu.Unlock()
@@ -489,7 +489,7 @@ func TestEnsureTopics(t *testing.T) {
 	defer cancel()
 	topics := []string{"samla.extra.events", eventschema.Topic("collection")}
 	for range 2 { // the second call finds them all and succeeds
-		if err := EnsureTopics(ctx, e.Brokers(), topics, 3); err != nil {
+		if err := EnsureTopics(ctx, e.Conn(), topics, 3); err != nil {
 			t.Fatalf("EnsureTopics: %v", err)
 		}
 	}
@@ -506,7 +506,7 @@ func TestEnsureTopics(t *testing.T) {
 	if n := len(e.cluster.PartitionInfos(eventschema.Topic("collection"))); n != DefaultPartitions {
 		t.Errorf("existing topic changed to %d partitions", n)
 	}
-	if err := EnsureCheckpointTopic(ctx, e.Brokers()); err != nil {
+	if err := EnsureCheckpointTopic(ctx, e.Conn()); err != nil {
 		t.Fatalf("EnsureCheckpointTopic: %v", err)
 	}
 }
@@ -525,7 +525,7 @@ func BenchmarkPublishToConsume(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- Consume(ctx, ConsumerConfig{Brokers: e.Brokers(), GroupID: "bench", Topics: eventschema.Topics(), MaxWait: time.Millisecond},
+				done <- Consume(ctx, ConsumerConfig{Kafka: e.Conn(), GroupID: "bench", Topics: eventschema.Topics(), MaxWait: time.Millisecond},
 					testLogger(b), func(_ context.Context, batch []eventschema.Envelope) error {
 						for range batch {
 							arrived <- struct{}{}
@@ -533,7 +533,7 @@ func BenchmarkPublishToConsume(b *testing.B) {
 						return nil
 					})
 			}()
-			w := NewWriter(e.Brokers())
+			w := NewWriter(e.Conn())
 			defer w.Close()
 			// Warm up until the group is joined.
 			if err := w.WriteMessages(ctx, toKafka(b, envelope("collection-w", 0, 1))); err != nil {
@@ -560,7 +560,7 @@ func BenchmarkPublishToConsume(b *testing.B) {
 func untilFollowing(t *testing.T, e *Embedded, f *collector, stream string, next uint64) uint64 {
 	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); ; next++ {
-		publish(t, e.Brokers(), toKafka(t, envelope(stream, next, next+1)))
+		publish(t, e.Conn(), toKafka(t, envelope(stream, next, next+1)))
 		f.mu.Lock()
 		got := len(f.handled())
 		f.mu.Unlock()
@@ -580,9 +580,9 @@ func TestConsumeFollowing(t *testing.T) {
 	t.Parallel()
 	e := startEmbedded(t, t.TempDir())
 	for i := range 3 {
-		publish(t, e.Brokers(), toKafka(t, envelope("collection-f", uint64(i), uint64(i+1))))
+		publish(t, e.Conn(), toKafka(t, envelope("collection-f", uint64(i), uint64(i+1))))
 	}
-	f := consumeWith(t, ConsumerConfig{Brokers: e.Brokers(), GroupID: "follower-group", Follow: true}, nil)
+	f := consumeWith(t, ConsumerConfig{Kafka: e.Conn(), GroupID: "follower-group", Follow: true}, nil)
 	next := untilFollowing(t, e, f, "collection-f", 3)
 	f.stop(t)
 	f.mu.Lock()
@@ -597,7 +597,7 @@ func TestConsumeFollowing(t *testing.T) {
 		}
 	}
 	f.mu.Unlock()
-	d := consumeInBackground(t, e.Brokers(), "follower-group", nil)
+	d := consumeInBackground(t, e.Conn(), "follower-group", nil)
 	d.waitFor(t, "every event from the start", func() bool { return len(d.handled()) >= int(next)+1 })
 }
 
@@ -609,9 +609,9 @@ func TestConsumeEventLargerThanAFetch(t *testing.T) {
 	e := startEmbedded(t, t.TempDir())
 	big := envelope("collection-big", 0, 2)
 	big.Payload = json.RawMessage(`{"status":"IN_PROGRESS","pad":"` + strings.Repeat("x", 3*fetchMaxBytes) + `"}`)
-	publish(t, e.Brokers(),
+	publish(t, e.Conn(),
 		toKafka(t, envelope("collection-big", 0, 1)), toKafka(t, big), toKafka(t, envelope("collection-big", 1, 3)))
-	c := consumeInBackground(t, e.Brokers(), "big-group", nil)
+	c := consumeInBackground(t, e.Conn(), "big-group", nil)
 	c.waitFor(t, "3 events", func() bool { return len(c.handled()) >= 3 })
 	c.mu.Lock()
 	defer c.mu.Unlock()

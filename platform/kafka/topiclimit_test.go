@@ -28,7 +28,7 @@ func TestEmbeddedBoundsCreatedPartitions(t *testing.T) {
 	e := startEmbedded(t, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	client := &kafkago.Client{Addr: kafkago.TCP(e.Brokers()...), Timeout: 10 * time.Second}
+	client := &kafkago.Client{Addr: kafkago.TCP(e.Brokers()...), Timeout: 10 * time.Second, Transport: e.Conn().transport()}
 	create := func(name string, partitions int) error {
 		t.Helper()
 		resp, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{
@@ -88,17 +88,17 @@ func TestEmbeddedLimitsCountOnlyWhatIsCreated(t *testing.T) {
 	defer cancel()
 
 	// The service's topics exist; EnsureTopics answers TOPIC_ALREADY_EXISTS, whatever count.
-	if err := EnsureTopics(ctx, e.Brokers(), eventschema.Topics(), maxTopicPartitions+1); err != nil {
+	if err := EnsureTopics(ctx, e.Conn(), eventschema.Topics(), maxTopicPartitions+1); err != nil {
 		t.Fatalf("EnsureTopics of existing topics with %d partitions: %v", maxTopicPartitions+1, err)
 	}
 	n := maxCreatedPartitions/(len(eventschema.Topics())*DefaultPartitions) + 2
 	for i := range n {
-		if err := EnsureTopics(ctx, e.Brokers(), eventschema.Topics(), DefaultPartitions); err != nil {
+		if err := EnsureTopics(ctx, e.Conn(), eventschema.Topics(), DefaultPartitions); err != nil {
 			t.Fatalf("EnsureTopics of existing topics, call %d of %d: %v", i+1, n, err)
 		}
 	}
 
-	client := &kafkago.Client{Addr: kafkago.TCP(e.Brokers()...), Timeout: 10 * time.Second}
+	client := &kafkago.Client{Addr: kafkago.TCP(e.Brokers()...), Timeout: 10 * time.Second, Transport: e.Conn().transport()}
 	// A topic of 4 partitions grown one at a time to maxTopicPartitions reserves 60, not the
 	// sum of every new total (5+6+...+64 = 2074); then the rest of the total still fits.
 	resp, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{
@@ -128,7 +128,7 @@ func TestEmbeddedLimitsCountOnlyWhatIsCreated(t *testing.T) {
 		t.Fatalf("a partition past the total: %v, %v, want POLICY_VIOLATION", err, r.Errors)
 	}
 	// And the service's topics still answer TOPIC_ALREADY_EXISTS once the total is used up.
-	if err := EnsureTopics(ctx, e.Brokers(), eventschema.Topics(), DefaultPartitions); err != nil {
+	if err := EnsureTopics(ctx, e.Conn(), eventschema.Topics(), DefaultPartitions); err != nil {
 		t.Fatalf("EnsureTopics of existing topics once the total is used: %v", err)
 	}
 }

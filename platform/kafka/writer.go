@@ -28,9 +28,10 @@ import (
 // a connection pool of its own, which Close releases. A Writer literal shares kafka-go's
 // process-wide DefaultTransport, whose pools are never released and, after a broker restart
 // on the same address, hand out dead connections (each one fails a produce with "unexpected
-// EOF", measured with the embedded broker). The fields are then set directly.
-func NewWriter(brokers []string) *kafkago.Writer {
-	w := kafkago.NewWriter(kafkago.WriterConfig{Brokers: brokers})
+// EOF", measured with the embedded broker). The fields are then set directly. The config's
+// Dialer carries conn's SASL mechanism, which the constructor moves to the writer's transport.
+func NewWriter(conn Conn) *kafkago.Writer {
+	w := kafkago.NewWriter(kafkago.WriterConfig{Brokers: conn.Brokers, Dialer: conn.Dialer()})
 	w.RequiredAcks = kafkago.RequireAll
 	w.Balancer = &kafkago.Hash{}
 	w.BatchTimeout = 2 * time.Millisecond
@@ -47,8 +48,8 @@ func NewWriter(brokers []string) *kafkago.Writer {
 // batch size of 1 the message's batch is full at once, so it is sent without waiting out
 // BatchTimeout, and kafka-go preallocates one message per call instead of WriterBatchSize
 // (~75 KB per call, which was 6 % of what the process allocated while collections ran).
-func NewCheckpointWriter(brokers []string) *kafkago.Writer {
-	w := NewWriter(brokers)
+func NewCheckpointWriter(conn Conn) *kafkago.Writer {
+	w := NewWriter(conn)
 	w.BatchSize = 1
 	return w
 }
