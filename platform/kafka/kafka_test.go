@@ -291,6 +291,10 @@ func TestEmbeddedCrashKeepsAcknowledgedWrites(t *testing.T) {
 	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
 		t.Fatalf("copy data dir: %v", err)
 	}
+	// os.CopyFS creates files 0644, which the password file may not be.
+	if err := os.Chmod(filepath.Join(crashed, PasswordFileName), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	e2 := startEmbedded(t, crashed)
 	if got := countMessages(t, e2.Conn(), eventschema.Topic("consent")); got != 20 {
 		t.Fatalf("after a crash the consent topic holds %d messages, want 20", got)
