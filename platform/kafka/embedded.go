@@ -74,8 +74,11 @@ const maxMessageBytes = 16 << 20
 //     empty one, which would leave no user at all, and a stale one would lock samla out after a
 //     new password file. StartEmbedded therefore deletes sasl.json before the start (the
 //     password file is the one source of the credential) and narrows it to 0600 after start
-//     and close. kfake's control functions (topicLimits) run before its SASL check, so they
-//     see unauthenticated requests too; they only ever refuse.
+//     and close. kfake's control functions (topicLimits) run before its SASL check and cannot
+//     tell whether a connection has authenticated: they refuse oversized requests of anyone,
+//     and an unauthenticated CreateTopics within the bounds still counts against
+//     maxCreatedPartitions before kfake refuses it. So an outsider can use up that budget
+//     (the service's own topics are created in-process, past it), though not create anything.
 //   - Topics without an explicit retention.ms fall back to log.retention.ms (7 days), and
 //     retention is enforced on every topic as soon as any topic has a retention config. Every
 //     topic here is created with retention.ms=-1 and the broker default is -1 too.
