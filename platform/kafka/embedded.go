@@ -98,6 +98,8 @@ type embeddedConfig struct {
 	port       int
 	syncWrites bool
 	partitions int
+	// authTimeout replaces brokerAuthTimeout when positive (tests).
+	authTimeout time.Duration
 }
 
 // EmbeddedOption adjusts StartEmbedded.
@@ -110,6 +112,11 @@ func WithPort(port int) EmbeddedOption { return func(c *embeddedConfig) { c.port
 // WithPartitions gives the event topics n partitions instead of DefaultPartitions: the tests of
 // the relay's per-stream partitioning need several.
 func WithPartitions(n int) EmbeddedOption { return func(c *embeddedConfig) { c.partitions = n } }
+
+// withAuthTimeout shortens brokerAuthTimeout, for the tests of the broker's port.
+func withAuthTimeout(d time.Duration) EmbeddedOption {
+	return func(c *embeddedConfig) { c.authTimeout = d }
+}
 
 // WithSyncWrites turns per-batch fsync on (default) or off (faster, for throwaway data).
 func WithSyncWrites(on bool) EmbeddedOption { return func(c *embeddedConfig) { c.syncWrites = on } }
@@ -165,7 +172,11 @@ func StartEmbedded(dataDir string, logger *slog.Logger, opts ...EmbeddedOption) 
 			if err != nil {
 				return nil, err
 			}
-			return newFrameLimitListener(ln, logger), nil
+			fl := newFrameLimitListener(ln, logger)
+			if cfg.authTimeout > 0 {
+				fl.auth = cfg.authTimeout
+			}
+			return fl, nil
 		}),
 	}
 	if cfg.port > 0 {

@@ -46,6 +46,21 @@ const (
 	// brokerIdleTimeout closes a connection that starts no request for this long, as a real
 	// broker's connections.max.idle.ms (10 minutes by default); clients reconnect.
 	brokerIdleTimeout = 10 * time.Minute
+	// brokerAuthTimeout closes a connection that has not sent a request other than ApiVersions,
+	// SaslHandshake and SaslAuthenticate this long after it was accepted. kfake answers any
+	// other request only on an authenticated connection and drops the connection otherwise, so
+	// a connection past that point has authenticated; one that has not would otherwise keep
+	// one of the brokerMaxConnections for brokerIdleTimeout, and 256 of them, from any local
+	// process and without the credential, would leave samla's own clients none. Those send
+	// their first request right after authenticating.
+	brokerAuthTimeout = 10 * time.Second
+)
+
+// The API keys a connection may send before it has authenticated (kfake's handleSASL).
+const (
+	apiKeySASLHandshake    = 17
+	apiKeyAPIVersions      = 18
+	apiKeySASLAuthenticate = 36
 )
 
 // frameLimitListener hands out connections that refuse a Kafka request frame longer than max.
@@ -56,7 +71,8 @@ const (
 //
 // It also bounds what many connections can do together (see the constants above): the
 // connections held at once, the bytes of large frames received at once, how long a frame's
-// body and an idle connection may take. And it retries a failed Accept (too many open files,
+// body and an idle connection may take, and how long a connection may go without
+// authenticating (the broker requires SASL). And it retries a failed Accept (too many open files,
 // an aborted connection) instead of returning the error: kfake's accept loop ends at the first
 // error, and the broker would listen no more for the rest of the process's life.
 type frameLimitListener struct {
@@ -67,6 +83,7 @@ type frameLimitListener struct {
 	wait     time.Duration       // for budget room
 	body     time.Duration       // 0: no deadline
 	idle     time.Duration       // 0: no deadline
+	auth     time.Duration       // 0: no deadline
 	open     atomic.Int64        // connections handed out and not closed
 	logger   *slog.Logger        // never nil
 	lastLog  atomic.Int64        // unix nanos of the last refused-connection warning
@@ -79,7 +96,7 @@ func newFrameLimitListener(ln net.Listener, logger *slog.Logger) *frameLimitList
 	}
 	return &frameLimitListener{Listener: ln, max: maxRequestBytes, maxConns: brokerMaxConnections,
 		budget: semaphore.NewWeighted(largeFrameBudget), wait: largeFrameWait,
-		body: frameBodyTimeout, idle: brokerIdleTimeout, logger: logger, sleep: time.Sleep}
+		body: frameBodyTimeout, idle: brokerIdleTimeout, auth: brokerAuthTimeout, logger: logger, sleep: time.Sleep}
 }
 
 // Accept returns the next connection within the bounds. It returns an error only once the
@@ -110,6 +127,9 @@ func (l *frameLimitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		c := &frameLimitConn{Conn: conn, max: l.max, listener: l}
+		if l.auth > 0 {
+			c.authBy = time.Now().Add(l.auth)
+		}
 		c.deadline(l.idle)
 		return c, nil
 	}
@@ -126,6 +146,12 @@ type frameLimitConn struct {
 	read     int    // bytes of prefix read from the connection
 	given    int    // bytes of prefix handed to the reader
 	body     uint32 // bytes of the current frame's body not yet handed to the reader
+	frame    uint32 // the current frame's body size
+	apiKey   [2]byte
+	// authBy is when the connection must have sent a request other than ApiVersions and the
+	// SASL ones (brokerAuthTimeout); zero once it has, or without the bound. Only the reader's
+	// goroutine uses it (Read and the deadlines it sets).
+	authBy time.Time
 
 	mu     sync.Mutex
 	held   int64 // bytes of the listener's budget this connection holds
@@ -170,7 +196,7 @@ func (c *frameLimitConn) Read(p []byte) (int, error) {
 				_ = c.Close()
 				return 0, err
 			}
-			c.body = size
+			c.body, c.frame = size, size
 			if size > 0 && c.listener != nil {
 				c.deadline(c.listener.body)
 			}
@@ -185,8 +211,21 @@ func (c *frameLimitConn) Read(p []byte) (int, error) {
 	if uint32(len(p)) > c.body {
 		p = p[:c.body]
 	}
+	off := c.frame - c.body
 	n, err := c.Conn.Read(p)
 	c.body -= uint32(n)
+	if off < uint32(len(c.apiKey)) && !c.authBy.IsZero() {
+		// The request header begins with its API key: one past the SASL exchange means the
+		// connection authenticated (or kfake drops it for the request).
+		copy(c.apiKey[off:], p[:n])
+		if off+uint32(n) >= uint32(len(c.apiKey)) {
+			switch binary.BigEndian.Uint16(c.apiKey[:]) {
+			case apiKeySASLHandshake, apiKeyAPIVersions, apiKeySASLAuthenticate:
+			default:
+				c.authBy = time.Time{}
+			}
+		}
+	}
 	if c.body == 0 {
 		c.frameDone()
 	}
@@ -231,9 +270,14 @@ func (c *frameLimitConn) release() {
 	}
 }
 
+// deadline gives the connection d to read its next bytes (d <= 0: no bound), and no more than
+// until authBy while it has not authenticated.
 func (c *frameLimitConn) deadline(d time.Duration) {
-	if d > 0 {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(d))
+	switch at := time.Now().Add(d); {
+	case !c.authBy.IsZero() && (d <= 0 || c.authBy.Before(at)):
+		_ = c.Conn.SetReadDeadline(c.authBy)
+	case d > 0:
+		_ = c.Conn.SetReadDeadline(at)
 	}
 }
 

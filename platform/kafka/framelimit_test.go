@@ -35,6 +35,9 @@ func (c *chunkConn) Read(p []byte) (int, error) {
 
 func (c *chunkConn) Close() error { c.closed = true; return nil }
 
+// SetReadDeadline is a no-op: the stream is all there.
+func (c *chunkConn) SetReadDeadline(time.Time) error { return nil }
+
 func frame(body string) []byte {
 	out := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
 	return append(out, body...)
@@ -286,5 +289,70 @@ func TestFrameLimitBodyMustArriveInTime(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("waited %v for the body", waited)
+	}
+}
+
+// request is a frame whose body begins with a request header of apiKey.
+func request(apiKey uint16) []byte {
+	return frame(string(binary.BigEndian.AppendUint16(nil, apiKey)) + "\x00\x00rest of the request")
+}
+
+// TestFrameLimitClosesConnectionsThatDoNotAuthenticate: the broker requires SASL, and kfake
+// serves nothing but ApiVersions and the SASL exchange to a connection that has not
+// authenticated. A connection that never gets past them (a client without the credential, or
+// one that opens connections and sends nothing) is dropped after the auth timeout instead of
+// holding one of the broker's connections for the idle timeout; one that has sent another
+// request (so authenticated: kfake drops it otherwise) is held to the idle timeout only.
+func TestFrameLimitClosesConnectionsThatDoNotAuthenticate(t *testing.T) {
+	const auth = 100 * time.Millisecond
+	serve := func(t *testing.T, stream []byte, idle time.Duration) (frames int, err error) {
+		l, _ := testListener(&scriptListener{})
+		l.auth, l.idle = auth, idle
+		server, client := pipe(t)
+		l.Listener = &scriptListener{script: []any{server}}
+		c, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = client.Write(stream) }()
+		type result struct {
+			n   int
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			got, err := readFrames(c)
+			done <- result{len(got), err}
+		}()
+		select {
+		case r := <-done:
+			return r.n, r.err
+		case <-time.After(5 * auth):
+			return -1, nil // still open
+		}
+	}
+	timedOut := func(err error) bool {
+		var ne net.Error
+		return errors.As(err, &ne) && ne.Timeout()
+	}
+
+	if n, err := serve(t, nil, time.Minute); !timedOut(err) {
+		t.Fatalf("a connection that sends nothing: %d frames, %v; want a timeout after %s", n, err, auth)
+	}
+	sasl := append(append(request(apiKeyAPIVersions), request(apiKeySASLHandshake)...), request(apiKeySASLAuthenticate)...)
+	if n, err := serve(t, sasl, time.Minute); n != 3 || !timedOut(err) {
+		t.Fatalf("a connection that stops after the SASL exchange: %d frames, %v; want 3 and a timeout", n, err)
+	}
+	// Metadata (3) after the exchange: the connection is past authentication and may idle.
+	if n, err := serve(t, append(sasl, request(3)...), time.Minute); n != -1 {
+		t.Fatalf("an authenticated connection was closed before its idle timeout: %d frames, %v", n, err)
+	}
+	// Its API key split across reads counts too.
+	l, _ := testListener(&scriptListener{})
+	l.auth, l.idle = auth, time.Minute
+	c := &frameLimitConn{Conn: &chunkConn{src: bytes.NewReader(append(sasl, request(3)...)), chunk: 1}, max: l.max, listener: l,
+		authBy: time.Now().Add(auth)}
+	if got, err := readFrames(c); len(got) != 4 || !errors.Is(err, io.EOF) || !c.authBy.IsZero() {
+		t.Fatalf("read a byte at a time: %d frames, %v, authBy %v; want 4, EOF and the connection authenticated", len(got), err, c.authBy)
 	}
 }

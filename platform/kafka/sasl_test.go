@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"encoding/hex"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -210,5 +212,40 @@ func TestEmbeddedPasswordFile(t *testing.T) {
 	}
 	if string(b) == string(first) {
 		t.Fatal("two data directories got the same password")
+	}
+}
+
+// TestEmbeddedDropsConnectionsThatDoNotAuthenticate: a connection to the broker's port that
+// does not get past authentication is dropped after the auth timeout (not the ten-minute idle
+// one), so that processes without the credential cannot hold the broker's connections; samla's
+// own writer, whose pooled connection authenticated and then idles past that timeout, goes on.
+func TestEmbeddedDropsConnectionsThatDoNotAuthenticate(t *testing.T) {
+	t.Parallel()
+	const auth = 300 * time.Millisecond
+	e := startEmbedded(t, t.TempDir(), withAuthTimeout(auth))
+
+	raw, err := net.Dial("tcp", e.Brokers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	start := time.Now()
+	_ = raw.SetReadDeadline(start.Add(10 * time.Second))
+	if n, err := raw.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("a connection that sends nothing: read %d bytes, %v; want the broker to close it (EOF)", n, err)
+	}
+	if took := time.Since(start); took > 10*auth {
+		t.Fatalf("the broker closed the silent connection after %v, want about %v", took, auth)
+	}
+
+	w := NewWriter(e.Conn())
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if err := w.WriteMessages(ctx, toKafka(t, envelope("collection-auth", uint64(i), uint64(i+1)))); err != nil {
+			t.Fatalf("samla's writer, write %d: %v", i, err)
+		}
+		time.Sleep(3 * auth) // its connection idles past the auth timeout
 	}
 }
