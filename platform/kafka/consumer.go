@@ -78,8 +78,10 @@ const (
 	DefaultCommitInterval = time.Second
 	// fetchMaxWait is the broker-side long-poll of each partition fetch. The broker answers
 	// as soon as MinBytes (1) is there, so this does not delay new messages; it only bounds
-	// how often an idle partition is polled.
-	fetchMaxWait = 250 * time.Millisecond
+	// how often an idle partition is polled. At 250 ms an idle `samla run` allocated 7 MB and
+	// used 0.64 CPU-s every 30 s, and its heap's garbage grew between the memory role's checks;
+	// at 1 s, 2.3 MB and 0.23 CPU-s, with 201 → visible, POST and shutdown (0.1 s) unchanged.
+	fetchMaxWait = time.Second
 	// fetchMaxBytes bounds what one partition fetch asks for. The broker encodes a whole fetch
 	// response in memory before sending it, and kfake keeps each connection's buffer at the
 	// largest response it ever sent; a consumer behind the log gets full ones. At
