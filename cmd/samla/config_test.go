@@ -87,10 +87,7 @@ func TestConsentValidity(t *testing.T) {
 // start; before, the first started a connector that failed every call, and the second ran the
 // embedded broker instead of the cluster.
 func TestMalformedCompaniesURLAndBrokers(t *testing.T) {
-	for _, tc := range []struct {
-		env map[string]string
-		err string // "" for valid
-	}{
+	checkValidation(t, []validationCase{
 		{env: map[string]string{}},
 		{env: map[string]string{"SAMLA_COMPANIES_URL": "http://127.0.0.1:8081"}},
 		{env: map[string]string{"SAMLA_COMPANIES_URL": "https://sandbox.example/samla/"}},
@@ -113,7 +110,20 @@ func TestMalformedCompaniesURLAndBrokers(t *testing.T) {
 		{env: map[string]string{"SAMLA_PUBLIC_URL": "https://samla.example/?a=b"}, err: "--public-url"},
 		{env: map[string]string{"SAMLA_SIGNING_TIMEOUT": "0s"}, err: "--signing-timeout must be positive"},
 		{env: map[string]string{"SAMLA_SIGNING_POLL": "soon"}, err: "SAMLA_SIGNING_POLL"},
-	} {
+	})
+}
+
+// validationCase is an environment and what its validation must say: an error containing err,
+// or none when err is "".
+type validationCase struct {
+	env map[string]string
+	err string
+}
+
+// checkValidation binds each case's environment as `samla run` does and validates it.
+func checkValidation(t *testing.T, cases []validationCase) {
+	t.Helper()
+	for _, tc := range cases {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 		c := bindConfigFrom(fs, config.NewEnvFrom(tc.env))
 		if err := fs.Parse(nil); err != nil {

@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/spf13/pflag"
 
-	"github.com/samla/samla/platform/config"
 	"github.com/samla/samla/platform/kafka"
 )
 
@@ -34,10 +32,7 @@ func TestKafkaSASLConfig(t *testing.T) {
 		delete(env, key)
 		return env
 	}
-	for _, tc := range []struct {
-		env map[string]string
-		err string // "" for valid
-	}{
+	checkValidation(t, []validationCase{
 		{env: full("PLAIN")},
 		{env: full("SCRAM-SHA-256")},
 		{env: full("SCRAM-SHA-512")},
@@ -47,20 +42,7 @@ func TestKafkaSASLConfig(t *testing.T) {
 		{env: without(full("PLAIN"), "SAMLA_KAFKA_SASL_MECHANISM"), err: "--kafka-sasl-mechanism is required"},
 		{env: without(full("PLAIN"), "SAMLA_KAFKA_SASL_USERNAME"), err: "--kafka-sasl-username is required"},
 		{env: without(full("PLAIN"), "SAMLA_KAFKA_SASL_PASSWORD_FILE"), err: "--kafka-sasl-password-file is required"},
-	} {
-		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		c := bindConfigFrom(fs, config.NewEnvFrom(tc.env))
-		if err := fs.Parse(nil); err != nil {
-			t.Fatal(err)
-		}
-		err := c.validate()
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%v: err = %v, want %q", tc.env, err, tc.err)
-		case tc.err == "" && err != nil:
-			t.Errorf("%v: %v", tc.env, err)
-		}
-	}
+	})
 }
 
 // KafkaConn reads the password file (one trailing newline dropped) and refuses an empty or
