@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/samla/samla/command/httpcmd"
+	"github.com/samla/samla/platform/secretfile"
 )
 
 // FingerprintKeyFile is where a generated fingerprint key is kept, inside the data dir.
@@ -37,16 +38,14 @@ func fingerprintKey(cfg *Config) ([]byte, error) {
 	}
 	// Hex, so that an operator can copy the file to the other command replicas as text.
 	key = []byte(hex.EncodeToString(raw))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Atomically: a crash in the middle of writing it in place left an empty or partial file,
+	// which every later start refused as too short.
+	err = secretfile.Create(path, append(key, '\n'))
 	if errors.Is(err, fs.ErrExist) {
 		return readFingerprintKey(path) // another process on this data dir wrote it first
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write the fingerprint key: %w", err)
-	}
-	_, werr := f.Write(append(key, '\n'))
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		return nil, fmt.Errorf("write the fingerprint key %s: %w", path, err)
 	}
 	return key, nil
 }

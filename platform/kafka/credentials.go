@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/samla/samla/platform/secretfile"
 )
 
 // The embedded broker's one SASL user. Its password is generated on the first start into
@@ -67,42 +68,16 @@ func parsePassword(b []byte) (string, error) {
 	return s, nil
 }
 
-// createPassword writes a new random password to path atomically: a temporary file (0600)
-// is written and synced, then linked to path, which fails rather than replaces if path
-// appeared meanwhile.
+// createPassword writes a new random password to path (secretfile.Create: atomically, mode
+// 0600, failing rather than replacing if path appeared meanwhile).
 func createPassword(path string) (string, error) {
 	raw := make([]byte, passwordBytes)
 	if _, err := rand.Read(raw); err != nil {
 		return "", fmt.Errorf("generate sasl password: %w", err)
 	}
 	pw := hex.EncodeToString(raw)
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+PasswordFileName+".tmp*")
-	if err != nil {
+	if err := secretfile.Create(path, []byte(pw+"\n")); err != nil {
 		return "", fmt.Errorf("create sasl password file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("create sasl password file: %w", err)
-	}
-	if _, err := tmp.WriteString(pw + "\n"); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write sasl password file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("sync sasl password file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write sasl password file: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("create sasl password file: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return pw, nil
 }

@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/samla/samla/platform/filelock"
+	"github.com/samla/samla/platform/secretfile"
 )
-
-// keyFileMode is the mode of a key file this package writes: the keys are secrets.
-const keyFileMode = 0o600
 
 // LoadKeyFile reads the key set in path (ParsePEM's format).
 func LoadKeyFile(path string) (*KeySet, error) {
@@ -113,48 +111,20 @@ func modifyKeyFile(path string, mayCreate bool, change func(*KeySet) (*KeySet, e
 // writeKeyFile writes set to path through a temporary file in the same directory, so that a
 // reader sees the old content or the new, never a part. Without replace, an existing file is
 // left as it is and the error wraps fs.ErrExist.
-func writeKeyFile(path string, set *KeySet, replace bool) (err error) {
+func writeKeyFile(path string, set *KeySet, replace bool) error {
 	data, err := set.MarshalPEM()
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create the session key directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write the session key file: %w", err)
-	}
-	defer func() {
-		if rmErr := os.Remove(tmp.Name()); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
-			err = fmt.Errorf("remove the temporary session key file: %w", rmErr)
-		}
-	}()
-	_, werr := tmp.Write(data)
-	if err := errors.Join(werr, tmp.Chmod(keyFileMode), tmp.Sync(), tmp.Close()); err != nil {
-		return fmt.Errorf("write the session key file: %w", err)
-	}
+	write := secretfile.Create
 	if replace {
-		err = os.Rename(tmp.Name(), path)
-	} else {
-		err = os.Link(tmp.Name(), path) // fails with fs.ErrExist when another process was first
+		write = secretfile.Replace
 	}
-	if err != nil {
-		return fmt.Errorf("write the session key file %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename or link in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync the session key directory: %w", err)
-	}
-	serr := d.Sync()
-	if err := errors.Join(serr, d.Close()); err != nil {
-		return fmt.Errorf("sync the session key directory: %w", err)
+	if err := write(path, data); err != nil {
+		return fmt.Errorf("write the session key file: %w", err)
 	}
 	return nil
 }
