@@ -129,14 +129,9 @@ func (a *authCache) get(hash cacheKey) (authEntry, bool) {
 	return e, true
 }
 
-// put caches a lookup: clientID "" for a bad key, validUntil the end of a retiring key (zero:
+// put caches a lookup: ClientID "" for a bad key, ValidUntil the end of a retiring key (zero:
 // none), before which the entry expires.
-func (a *authCache) put(hash cacheKey, clientID string, validUntil time.Time) {
-	a.putKey(hash, KeyInfo{ClientID: clientID, ValidUntil: validUntil})
-}
-
-// putKey is put with the key's id.
-func (a *authCache) putKey(hash cacheKey, key KeyInfo) {
+func (a *authCache) put(hash cacheKey, key KeyInfo) {
 	clientID, validUntil := key.ClientID, key.ValidUntil
 	ttl := a.cfg.PositiveTTL
 	if clientID == "" {
@@ -266,7 +261,7 @@ func authenticate(keys KeyLookup, cache *authCache, sessions sessionAuth, failur
 					"Authentication is temporarily unavailable; retry shortly.")
 				return
 			}
-			cache.putKey(hash, found)
+			cache.put(hash, found)
 			entry = authEntry{clientID: found.ClientID, keyID: found.KeyID}
 		}
 		if entry.clientID == "" {

@@ -239,7 +239,7 @@ func TestAuthCacheIsBounded(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := newAuthCache(AuthCacheConfig{MaxEntries: 3}, clk.now)
 	for i := 0; i < 10; i++ {
-		c.put(cacheKey{byte(i)}, "acme", time.Time{})
+		c.put(cacheKey{byte(i)}, KeyInfo{ClientID: "acme"})
 	}
 	if n := c.len(); n > 3 {
 		t.Fatalf("cache holds %d entries, bound 3", n)

@@ -76,14 +76,10 @@ type SessionUsers interface {
 //
 // The engine caches the answers as it caches API keys (AuthCacheConfig): a revoked key's sessions
 // end within PositiveTTL of the read model showing the revocation, as the key itself does.
+//
+// validUntil is when an active key stops authenticating (a retiring key's end; zero for none),
+// so that the cache keeps the answer no longer than that.
 type SessionKeys interface {
-	KeyActive(ctx context.Context, clientID, keyID string) (bool, error)
-}
-
-// ExpiringSessionKeys is a SessionKeys that also says when an active key stops authenticating (a
-// retiring key's end; zero for none), so that the cache keeps the answer no longer than that.
-type ExpiringSessionKeys interface {
-	SessionKeys
 	KeyActiveUntil(ctx context.Context, clientID, keyID string) (active bool, validUntil time.Time, err error)
 }
 
@@ -270,16 +266,7 @@ func sessionKeyActive(c *gin.Context, auth sessionAuth, gate authGate, clientID,
 	entry, ok := auth.keyCache.get(hash)
 	if !ok {
 		ctx := c.Request.Context()
-		var (
-			active     bool
-			validUntil time.Time
-			err        error
-		)
-		if expiring, ok := auth.keys.(ExpiringSessionKeys); ok {
-			active, validUntil, err = expiring.KeyActiveUntil(ctx, clientID, apiKeyID)
-		} else {
-			active, err = auth.keys.KeyActive(ctx, clientID, apiKeyID)
-		}
+		active, validUntil, err := auth.keys.KeyActiveUntil(ctx, clientID, apiKeyID)
 		if err != nil {
 			Logger(ctx).Error("session api key lookup failed", "error", err)
 			AbortProblem(c, http.StatusServiceUnavailable, CodeServiceUnavailable,
@@ -290,7 +277,7 @@ func sessionKeyActive(c *gin.Context, auth sessionAuth, gate authGate, clientID,
 		if active {
 			entry.clientID = clientID
 		}
-		auth.keyCache.put(hash, entry.clientID, validUntil)
+		auth.keyCache.put(hash, KeyInfo{ClientID: entry.clientID, ValidUntil: validUntil})
 	}
 	if entry.clientID == "" {
 		tokenRefused(c, gate, CodeTokenRevoked, "The API key that created this session token was revoked (or has retired); create a new session with a valid API key.")

@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// fakeSessionKeys is an ExpiringSessionKeys over a client's key ids: a key listed is active
+// fakeSessionKeys is a SessionKeys over a client's key ids: a key listed is active
 // until its end (zero: none) on clock; a key not listed, or revoked, is not. It counts lookups.
 type fakeSessionKeys struct {
 	mu      sync.Mutex
@@ -49,11 +49,6 @@ func (f *fakeSessionKeys) callCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls
-}
-
-func (f *fakeSessionKeys) KeyActive(ctx context.Context, clientID, keyID string) (bool, error) {
-	active, _, err := f.KeyActiveUntil(ctx, clientID, keyID)
-	return active, err
 }
 
 func (f *fakeSessionKeys) KeyActiveUntil(_ context.Context, clientID, keyID string) (bool, time.Time, error) {

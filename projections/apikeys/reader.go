@@ -23,8 +23,8 @@ type Reader struct {
 }
 
 var (
-	_ httpapi.KeyInfoLookup       = Reader{}
-	_ httpapi.ExpiringSessionKeys = Reader{}
+	_ httpapi.KeyInfoLookup = Reader{}
+	_ httpapi.SessionKeys   = Reader{}
 )
 
 // NewReader returns the reader over store, on the system clock: a retiring key stops
@@ -64,14 +64,8 @@ func (r Reader) LookupKey(ctx context.Context, apiKey string) (httpapi.KeyInfo, 
 	return httpapi.KeyInfo{ClientID: row.ClientID, KeyID: row.KeyID, ValidUntil: row.ValidUntil}, nil
 }
 
-// KeyActive implements httpapi.SessionKeys: whether the client's key keyID authenticates now.
-func (r Reader) KeyActive(ctx context.Context, clientID, keyID string) (bool, error) {
-	active, _, err := r.KeyActiveUntil(ctx, clientID, keyID)
-	return active, err
-}
-
-// KeyActiveUntil implements httpapi.ExpiringSessionKeys: KeyActive, and when an active key is
-// retiring, its end. A key the client does not have (or not yet, on a read model that lags), a
+// KeyActiveUntil implements httpapi.SessionKeys: whether the client's key keyID authenticates
+// now, and when an active key is retiring, its end. A key the client does not have (or not yet, on a read model that lags), a
 // revoked key and a retired one all answer false, as Lookup treats them alike.
 func (r Reader) KeyActiveUntil(ctx context.Context, clientID, keyID string) (bool, time.Time, error) {
 	row, err := r.store.ByKeyID(ctx, clientID, keyID)
