@@ -184,7 +184,7 @@ func (s *Sandbox) submitClientResponses(w http.ResponseWriter, r *http.Request) 
 			problem = "the electronic ID was not signed"
 		} else {
 			res.At = now // the company learns of the signature from the device only now
-			s.signed(ls, res)
+			s.signed(ls, res, now)
 		}
 	} else if problem == "" {
 		problem = "the electronic ID was never started"

@@ -187,7 +187,7 @@ func (s *Sandbox) advance(ls *loginSession, co *demoCompany, now time.Time) {
 			case eid.StatusPending:
 				return
 			case eid.StatusComplete:
-				s.signed(ls, r)
+				s.signed(ls, r, now)
 			default:
 				ls.fail(reasonOfHint(r.HintCode), r.At)
 			}
@@ -260,8 +260,11 @@ func (s *Sandbox) startOrder(ls *loginSession, at time.Time, actAfter time.Durat
 }
 
 // signed is the EID order completing: the company's own checks of the person come next.
-func (s *Sandbox) signed(ls *loginSession, r eidsim.CollectResult) {
+// signed signs the login in with its completed order, and releases the order: the login keeps
+// what its view shows of it (ls.completion).
+func (s *Sandbox) signed(ls *loginSession, r eidsim.CollectResult, now time.Time) {
 	ls.completion = r.CompletionData
+	s.eid.Release(ls.order.OrderRef, now)
 	if ls.persona.flow == flowEID && ls.persona.failureReason != "" {
 		ls.fail(ls.persona.failureReason, r.At)
 		return
@@ -334,6 +337,10 @@ func (s *Sandbox) view(ls *loginSession, co *demoCompany, now time.Time, base st
 			QRStartSecret: o.QRStartSecret, StartedAt: o.StartedAt, ExpiresAt: o.ExpiresAt}
 		if r, err := s.eid.Collect(o.OrderRef, now); err == nil {
 			ov.Status, ov.HintCode, ov.CompletionData = r.Status, r.HintCode, r.CompletionData
+		} else if ls.completion != nil {
+			// The provider forgot the order the login was signed in with (released): the
+			// connector still reads who signed from here (the authentication-mismatch rule).
+			ov.Status, ov.CompletionData = eid.StatusComplete, ls.completion
 		}
 		v.EIDOrder = ov
 	}

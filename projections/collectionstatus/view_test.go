@@ -233,6 +233,49 @@ func TestViewForgetsOpenedPersonalPartsOnErasure(t *testing.T) {
 
 // Sweep drops the rows nobody polled for a while (a burst of collections that ended) and keeps
 // the ones clients still poll; a dropped row is read from the store again on its next poll.
+// A sweep that leaves a shard with a quarter of its rows or fewer copies the shard's map (Go
+// maps keep the buckets of their largest size), and the rows left are still served from memory.
+func TestViewSweepCopiesDrainedShards(t *testing.T) {
+	ctx := context.Background()
+	view := collectionstatus.NewView(100_000)
+	var clock atomic.Int64
+	clock.Store(1_000_000)
+	collectionstatus.SetViewClock(view, clock.Load)
+	durable := &countingStore{Store: sqliteStore(t)}
+	s := collectionstatus.Cached(durable, view)
+	var rows []collectionstatus.Row
+	for i := 0; i < 10_000; i++ {
+		rows = append(rows, viewRow(fmt.Sprintf("c-%d", i), "acme", "COMPLETED", 3))
+	}
+	if err := s.Upsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(120)
+	for i := 0; i < 100; i++ { // polled: kept by the sweep
+		if _, err := s.Get(ctx, "acme", fmt.Sprintf("c-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := view.Sweep(time.Minute); n != 9_900 {
+		t.Fatalf("swept %d rows, want 9900", n)
+	}
+	left, peaks := collectionstatus.ShardSizes(view)
+	for i := range left {
+		if peaks[i] != left[i] {
+			t.Fatalf("shard %d: %d rows left of a peak of %d, want its map copied (the peak reset)", i, left[i], peaks[i])
+		}
+	}
+	before := durable.gets.Load()
+	for i := 0; i < 100; i++ {
+		if row, err := s.Get(ctx, "acme", fmt.Sprintf("c-%d", i)); err != nil || row.Status != "COMPLETED" {
+			t.Fatalf("c-%d after the copy: %v, %v", i, row.Status, err)
+		}
+	}
+	if got := durable.gets.Load() - before; got != 0 {
+		t.Fatalf("%d reads of the store for rows the view kept, want none", got)
+	}
+}
+
 func TestViewSweepsIdleRows(t *testing.T) {
 	ctx := context.Background()
 	view := collectionstatus.NewView(1000)

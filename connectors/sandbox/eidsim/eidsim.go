@@ -145,7 +145,13 @@ type order struct {
 	doneAt   time.Time
 	status   string
 	hintCode string
+	// releasedAt is when the relying party said it has what it needs from the order (Release).
+	releasedAt time.Time
 }
+
+// releasedKeep is how long an order is still answered for after its relying party released it:
+// a collect whose answer was lost on the way can still be repeated.
+const releasedKeep = 10 * time.Second
 
 // New builds a simulator whose orders expire after orderTimeout and are forgotten keep after
 // they started. users may be nil: then whoever is asked for signs, when told to.
@@ -367,6 +373,19 @@ func (o *order) completion(at time.Time) *CompletionData {
 	return c
 }
 
+// Release is the relying party telling the provider that it has what it needs from a final
+// order (the company signed its user in with it). The order is forgotten releasedKeep later,
+// not keep after its start: under a burst of logins the finished orders were most of the
+// heap until then, and they kept the spans the burst filled resident minutes after it. A
+// pending or unknown order is left as it is.
+func (s *Simulator) Release(orderRef string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.orders[orderRef]; ok && o.releasedAt.IsZero() && s.stateLocked(o, now).Status != eid.StatusPending {
+		o.releasedAt = now
+	}
+}
+
 // Purge forgets the orders older than keep. Starting an order purges too; an idle simulator
 // is purged by its server's janitor, so that a burst's orders do not stay in memory.
 func (s *Simulator) Purge(now time.Time) {
@@ -376,7 +395,8 @@ func (s *Simulator) Purge(now time.Time) {
 	s.purgeLocked(now)
 }
 
-// purgeLocked forgets the orders older than keep, looking at most once a second.
+// purgeLocked forgets the orders older than keep and those released more than releasedKeep
+// ago, looking at most once a second.
 func (s *Simulator) purgeLocked(now time.Time) {
 	if now.Sub(s.lastPurge) < time.Second && !now.Before(s.lastPurge) {
 		return
@@ -384,7 +404,7 @@ func (s *Simulator) purgeLocked(now time.Time) {
 	s.lastPurge = now
 	s.peak.Saw(len(s.orders))
 	for ref, o := range s.orders {
-		if now.Sub(o.StartedAt) > s.keep {
+		if now.Sub(o.StartedAt) > s.keep || !o.releasedAt.IsZero() && now.Sub(o.releasedAt) > releasedKeep {
 			delete(s.orders, ref)
 			unindex(s.pendingByPerson, o.req.PersonalNumber, ref)
 			unindex(s.pendingByReference, o.req.Reference, ref)

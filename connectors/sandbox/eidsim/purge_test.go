@@ -1,6 +1,7 @@
 package eidsim
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -40,5 +41,46 @@ func TestPurgeForgetsOrdersAndTheirIndexEntries(t *testing.T) {
 	// The late order still works after the maps were copied.
 	if _, err := s.SignByReference("col-late", t0.Add(62*time.Second)); err != nil {
 		t.Fatalf("the order left after the purge: %v", err)
+	}
+}
+
+// A released final order is forgotten releasedKeep after its release, long before keep; a
+// pending order is not released, and an unreleased final one stays until keep.
+func TestReleasedOrdersAreForgottenSoon(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s := New(30*time.Second, 2*time.Minute, nil)
+	start := func(ref string) Order {
+		t.Helper()
+		o, err := s.Auth(AuthRequest{PersonalNumber: "199001010017", Reference: ref, Mock: true}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	signed, kept, pending := start("col-signed"), start("col-kept"), start("col-pending")
+	for _, ref := range []string{"col-signed", "col-kept"} {
+		if _, err := s.SignByReference(ref, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Release(signed.OrderRef, t0.Add(2*time.Second))
+	s.Release(pending.OrderRef, t0.Add(2*time.Second)) // pending: not released
+
+	s.Purge(t0.Add(2*time.Second + releasedKeep))
+	if r, err := s.Collect(signed.OrderRef, t0.Add(2*time.Second+releasedKeep)); err != nil || r.Status != "complete" {
+		t.Fatalf("released order within releasedKeep: %+v, %v; want still complete", r, err)
+	}
+	s.Purge(t0.Add(3*time.Second + releasedKeep))
+	if _, err := s.Collect(signed.OrderRef, t0.Add(3*time.Second+releasedKeep)); !errors.Is(err, ErrNoSuchOrder) {
+		t.Fatalf("released order after releasedKeep: %v, want ErrNoSuchOrder", err)
+	}
+	for _, o := range []Order{kept, pending} {
+		if _, err := s.Collect(o.OrderRef, t0.Add(3*time.Second+releasedKeep)); err != nil {
+			t.Fatalf("order %s forgotten with the released one: %v", o.OrderRef, err)
+		}
+	}
+	s.Purge(t0.Add(2*time.Minute + time.Second))
+	if len(s.orders) != 0 {
+		t.Fatalf("%d orders left after keep, want none", len(s.orders))
 	}
 }
