@@ -21,6 +21,11 @@ const (
 	// as idle: an idle service allocates about 4 MB in 15 s (fetch polls, timers, metrics), a
 	// POST load hundreds.
 	idleAllocLimit = 16 << 20
+	// idleGarbageLimit is how much dead heap an idle process keeps before it collects: an idle
+	// service allocates ~80 KB a second, which at 8 MB waited ~100 s for a collection and
+	// held as many resident pages meanwhile; a collection of a heap of ~15 MB costs a few
+	// milliseconds, at most every idleHeapCheck.
+	idleGarbageLimit = 2 << 20
 )
 
 // memoryReturner gives memory a burst left behind back to the operating system, checked every
@@ -98,7 +103,7 @@ func releaseSQLiteMemory() int {
 // costs one collection, at most every idleHeapCheck (a few milliseconds of CPU for a heap of
 // tens of megabytes, so the limit can be low).
 //
-// It also collects when more than idleHeapLimit of the heap's objects are dead since the last
+// It also collects when more than idleGarbageLimit of the heap's objects are dead since the last
 // collection. An idle service still allocates a little (fetch polls, timers, metrics), and with
 // GOGC at 100 the next collection waits until the heap has doubled: its garbage, up to the size
 // of the live heap, sat in memory for minutes after a burst, holding spans that would otherwise
@@ -116,7 +121,7 @@ func returnIdleMemory() {
 		}
 	}
 	free, objects, live := sample[0].Value.Uint64(), sample[1].Value.Uint64(), sample[2].Value.Uint64()
-	if free > idleHeapLimit || objects > live+idleHeapLimit {
+	if free > idleHeapLimit || objects > live+idleGarbageLimit {
 		debug.FreeOSMemory()
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/samla/samla/platform/shrink"
+
 	// The pure-Go SQLite driver registers itself as "sqlite"; importing it here keeps the
 	// driver choice in the one package that opens read-model databases.
 	_ "modernc.org/sqlite"
@@ -55,9 +57,10 @@ const sqliteBusyTimeout = 5 * time.Second
 // process's resident memory, outside the Go heap (three minutes after a 30 s POST load: 222 →
 // 193 MB).
 //
-// The pool keeps its connections (SQLitePoolSize open and idle, none retired by age): opening a
-// SQLite connection parses the schema and applies the pragmas, and a statement prepared once
-// (the stores prepare their hot reads) is prepared again on every new connection. database/sql's
+// The pool keeps its connections while they are in use (SQLitePoolSize open and idle, none
+// retired by age, only those idle for shrink.IdleConnTimeout closed): opening a SQLite
+// connection parses the schema and applies the pragmas, and a statement prepared once (the
+// stores prepare their hot reads) is prepared again on every new connection. database/sql's
 // default of two idle connections made every status poll under load open one.
 func OpenSQLite(path string) (*sql.DB, error) {
 	q := url.Values{}
@@ -84,7 +87,7 @@ func openSQLite(path string, q url.Values, size int) (*sql.DB, error) {
 	db.SetMaxOpenConns(size)
 	db.SetMaxIdleConns(size)
 	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxIdleTime(shrink.IdleConnTimeout)
 	if err := db.Ping(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open sqlite read model %s: %w", path, err)

@@ -34,6 +34,7 @@ import (
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/eventschema"
+	"github.com/samla/samla/platform/shrink"
 )
 
 // ErrClosed is returned by calls on a closed store and by appends still queued when it closed.
@@ -189,6 +190,7 @@ func (s *Store) openDBs(path string) error {
 	}
 	s.rdb.SetMaxOpenConns(s.cfg.readConns)
 	s.rdb.SetMaxIdleConns(s.cfg.readConns)
+	s.rdb.SetConnMaxIdleTime(shrink.IdleConnTimeout)
 
 	prepare := func(db *sql.DB, dst **sql.Stmt, query string) {
 		if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/platform/groupcommit"
 	"github.com/samla/samla/platform/keystore"
+	"github.com/samla/samla/platform/shrink"
 )
 
 const schema = `
@@ -103,13 +104,15 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open key store %q: %w", path, err)
 	}
-	// A bounded pool, all of it kept open: every SQLite connection has a page cache of its own
+	// A bounded pool, all of it kept open while in use (closed after shrink.IdleConnTimeout
+	// idle): every SQLite connection has a page cache of its own
 	// (up to 2 MiB) and costs a schema parse to open, and under load database/sql would
 	// otherwise open one per concurrent caller (32 were seen under 32 POSTs at once) and close
 	// all but two afterwards, again and again. Reads are point lookups of microseconds, so a
 	// few connections serve any number of callers, who queue for them.
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(shrink.IdleConnTimeout)
 	if _, err := db.Exec(schema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open key store %q: migrate: %w", path, err)
