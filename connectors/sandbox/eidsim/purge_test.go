@@ -44,9 +44,9 @@ func TestPurgeForgetsOrdersAndTheirIndexEntries(t *testing.T) {
 	}
 }
 
-// A released final order is forgotten releasedKeep after its release, long before keep; a
-// pending order is not released, and an unreleased final one stays until keep.
-func TestReleasedOrdersAreForgottenSoon(t *testing.T) {
+// A released final order is forgotten at once; a pending order is not released, and an
+// unreleased final one stays until keep.
+func TestReleasedOrdersAreForgotten(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	s := New(30*time.Second, 2*time.Minute, nil)
 	start := func(ref string) Order {
@@ -66,18 +66,19 @@ func TestReleasedOrdersAreForgottenSoon(t *testing.T) {
 	s.Release(signed.OrderRef, t0.Add(2*time.Second))
 	s.Release(pending.OrderRef, t0.Add(2*time.Second)) // pending: not released
 
-	s.Purge(t0.Add(2*time.Second + releasedKeep))
-	if r, err := s.Collect(signed.OrderRef, t0.Add(2*time.Second+releasedKeep)); err != nil || r.Status != "complete" {
-		t.Fatalf("released order within releasedKeep: %+v, %v; want still complete", r, err)
+	if _, err := s.Collect(signed.OrderRef, t0.Add(2*time.Second)); !errors.Is(err, ErrNoSuchOrder) {
+		t.Fatalf("released order: %v, want ErrNoSuchOrder", err)
 	}
-	s.Purge(t0.Add(3*time.Second + releasedKeep))
-	if _, err := s.Collect(signed.OrderRef, t0.Add(3*time.Second+releasedKeep)); !errors.Is(err, ErrNoSuchOrder) {
-		t.Fatalf("released order after releasedKeep: %v, want ErrNoSuchOrder", err)
+	if _, ok := s.pendingByReference["col-signed"]; ok {
+		t.Fatal("the released order's reference is still indexed")
 	}
 	for _, o := range []Order{kept, pending} {
-		if _, err := s.Collect(o.OrderRef, t0.Add(3*time.Second+releasedKeep)); err != nil {
+		if _, err := s.Collect(o.OrderRef, t0.Add(2*time.Second)); err != nil {
 			t.Fatalf("order %s forgotten with the released one: %v", o.OrderRef, err)
 		}
+	}
+	if _, err := s.SignByReference("col-pending", t0.Add(3*time.Second)); err != nil {
+		t.Fatalf("the pending order after a release of it was refused: %v", err)
 	}
 	s.Purge(t0.Add(2*time.Minute + time.Second))
 	if len(s.orders) != 0 {
