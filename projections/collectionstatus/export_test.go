@@ -1,5 +1,7 @@
 package collectionstatus
 
+import "time"
+
 // SetViewClock makes v tell time by now (Unix seconds), for the tests of Sweep.
 func SetViewClock(v *View, now func() int64) { v.now = now }
 
@@ -13,4 +15,12 @@ func ShardSizes(v *View) (rows, peaks []int) {
 		sh.mu.RUnlock()
 	}
 	return rows, peaks
+}
+
+// SetReaderClock makes r's read-your-writes tell time by now (r must have WithEventStore).
+func SetReaderClock(r Reader, now func() time.Time) Reader {
+	events := *r.events
+	events.now = now
+	r.events = &events
+	return r
 }

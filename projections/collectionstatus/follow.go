@@ -72,6 +72,11 @@ func (f *followedStore) vouches(e viewEntry) bool {
 
 func (f *followedStore) memory() *View { return f.view }
 
+func (f *followedStore) held(collectionID string) (Row, bool) {
+	slot, e, _ := f.view.lookup(collectionID)
+	return e.row, slot != nil && f.vouches(e)
+}
+
 // Upsert, ErasePersonal and Reset are the projection's, never a query process's; should one
 // be called here, the rows it touches are forgotten so that the view cannot contradict it.
 func (f *followedStore) Upsert(ctx context.Context, rows []Row) error {

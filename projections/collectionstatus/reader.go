@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/samla/samla/domain/collection"
 	"github.com/samla/samla/eventschema"
 	"github.com/samla/samla/projections/readdb"
@@ -32,7 +34,17 @@ type StreamSource func(ctx context.Context, collectionID string) ([]eventschema.
 type eventFallback struct {
 	source StreamSource
 	fold   *Projector
+	now    func() time.Time
 }
+
+// youngFor is how long after its creation a collection's id counts as young: its status is
+// then read from the event store when the status view does not hold it, without asking the
+// read model first. A poll right after the 201 looked in the read model before the event
+// store, and on ClickHouse that miss alone took tens of milliseconds (201 → visible p99 98 ms
+// against 2-8 ms on SQLite). The projection writes a new collection within milliseconds of
+// its 201, so a young id the view lacks is one the read model most likely lacks too; the event
+// store has every collection, so its answer, 404 included, is as good as the read model's.
+const youngFor = time.Minute
 
 var _ query.StatusReader = Reader{}
 
@@ -46,16 +58,26 @@ func NewReader(store Store, keys eventschema.Keys) Reader { return Reader{store:
 // lacks reach the event store, and the result is not written anywhere: the projection stays
 // the only writer of the read model.
 func (r Reader) WithEventStore(reg *eventschema.Registry, source StreamSource) Reader {
-	r.events = &eventFallback{source: source, fold: NewProjector(reg, nil, r.keys)}
+	r.events = &eventFallback{source: source, fold: NewProjector(reg, nil, r.keys), now: time.Now}
 	return r
+}
+
+// young reports whether id is a time-ordered (version 7) UUID minted within youngFor of now
+// (either side: the clocks of the command and query processes may differ). Ids made from an
+// Idempotency-Key (version 5) carry no time and are never young.
+func (f *eventFallback) young(id string) bool {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return false
+	}
+	ms := int64(u[0])<<40 | int64(u[1])<<32 | int64(u[2])<<24 | int64(u[3])<<16 | int64(u[4])<<8 | int64(u[5])
+	age := f.now().Sub(time.UnixMilli(ms))
+	return -youngFor < age && age < youngFor
 }
 
 // Get implements query.StatusReader: a collection the tenant cannot see is query.ErrNotFound.
 func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.StatusView, error) {
-	row, err := r.store.Get(ctx, tenant, collectionID)
-	if errors.Is(err, readdb.ErrNotFound) && r.events != nil {
-		row, err = r.events.row(ctx, tenant, collectionID)
-	}
+	row, err := r.row(ctx, tenant, collectionID)
 	if errors.Is(err, readdb.ErrNotFound) {
 		return query.StatusView{}, fmt.Errorf("collection %s: %w", collectionID, query.ErrNotFound)
 	}
@@ -78,8 +100,37 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 	return view, nil
 }
 
+// row is the collection's row: from the status view when it holds it; for a young id
+// (eventFallback.young) the view lacks, from the event store; else from the read model, and
+// from the event store when the read model lacks it.
+func (r Reader) row(ctx context.Context, tenant, collectionID string) (Row, error) {
+	if r.events != nil {
+		if v, ok := r.store.(viewed); ok {
+			if row, held := v.held(collectionID); held {
+				if row.Tenant != tenant {
+					return Row{}, readdb.ErrNotFound
+				}
+				return row, nil
+			}
+		}
+		if r.events.young(collectionID) {
+			return r.events.row(ctx, tenant, collectionID)
+		}
+	}
+	row, err := r.store.Get(ctx, tenant, collectionID)
+	if errors.Is(err, readdb.ErrNotFound) && r.events != nil {
+		row, err = r.events.row(ctx, tenant, collectionID)
+	}
+	return row, err
+}
+
 // viewed is a Store with the status view in front (Cached, Followed).
-type viewed interface{ memory() *View }
+type viewed interface {
+	memory() *View
+	// held returns the row the view holds for the id, whoever's it is, when the store would
+	// serve it from memory without reading the read model.
+	held(collectionID string) (Row, bool)
+}
 
 // openPersonal opens row's personal part, or takes it from the status view, which keeps what
 // it opened while it holds the row at that revision.

@@ -367,6 +367,11 @@ func (c *cachedStore) Get(ctx context.Context, tenant, collectionID string) (Row
 
 func (c *cachedStore) memory() *View { return c.view }
 
+func (c *cachedStore) held(collectionID string) (Row, bool) {
+	slot, e, _ := c.view.lookup(collectionID)
+	return e.row, slot != nil
+}
+
 // Upsert writes to the Store, then remembers the rows as the Store now holds them.
 func (c *cachedStore) Upsert(ctx context.Context, rows []Row) error {
 	if err := c.Store.Upsert(ctx, rows); err != nil {
