@@ -233,23 +233,31 @@ func TestViewForgetsOpenedPersonalPartsOnErasure(t *testing.T) {
 
 // Sweep drops the rows nobody polled for a while (a burst of collections that ended) and keeps
 // the ones clients still poll; a dropped row is read from the store again on its next poll.
-// A sweep that leaves a shard with a quarter of its rows or fewer copies the shard's map (Go
-// maps keep the buckets of their largest size), and the rows left are still served from memory.
-func TestViewSweepCopiesDrainedShards(t *testing.T) {
-	ctx := context.Background()
-	view := collectionstatus.NewView(100_000)
-	var clock atomic.Int64
+// sweepFixture is a view of capacity rows on a clock of its own, in front of a counting SQLite
+// store, holding n COMPLETED rows c-0..c-(n-1) of tenant acme.
+func sweepFixture(t *testing.T, capacity, n int) (*collectionstatus.View, *atomic.Int64, *countingStore, collectionstatus.Store) {
+	t.Helper()
+	view := collectionstatus.NewView(capacity)
+	clock := new(atomic.Int64)
 	clock.Store(1_000_000)
 	collectionstatus.SetViewClock(view, clock.Load)
 	durable := &countingStore{Store: sqliteStore(t)}
 	s := collectionstatus.Cached(durable, view)
 	var rows []collectionstatus.Row
-	for i := 0; i < 10_000; i++ {
+	for i := 0; i < n; i++ {
 		rows = append(rows, viewRow(fmt.Sprintf("c-%d", i), "acme", "COMPLETED", 3))
 	}
-	if err := s.Upsert(ctx, rows); err != nil {
+	if err := s.Upsert(context.Background(), rows); err != nil {
 		t.Fatal(err)
 	}
+	return view, clock, durable, s
+}
+
+// A sweep that leaves a shard with a quarter of its rows or fewer copies the shard's map (Go
+// maps keep the buckets of their largest size), and the rows left are still served from memory.
+func TestViewSweepCopiesDrainedShards(t *testing.T) {
+	ctx := context.Background()
+	view, clock, durable, s := sweepFixture(t, 100_000, 10_000)
 	clock.Add(120)
 	for i := 0; i < 100; i++ { // polled: kept by the sweep
 		if _, err := s.Get(ctx, "acme", fmt.Sprintf("c-%d", i)); err != nil {
@@ -278,19 +286,7 @@ func TestViewSweepCopiesDrainedShards(t *testing.T) {
 
 func TestViewSweepsIdleRows(t *testing.T) {
 	ctx := context.Background()
-	view := collectionstatus.NewView(1000)
-	var clock atomic.Int64
-	clock.Store(1_000_000)
-	collectionstatus.SetViewClock(view, clock.Load)
-	durable := &countingStore{Store: sqliteStore(t)}
-	s := collectionstatus.Cached(durable, view)
-	var rows []collectionstatus.Row
-	for i := 0; i < 100; i++ {
-		rows = append(rows, viewRow(fmt.Sprintf("c-%d", i), "acme", "COMPLETED", 3))
-	}
-	if err := s.Upsert(ctx, rows); err != nil {
-		t.Fatal(err)
-	}
+	view, clock, durable, s := sweepFixture(t, 1000, 100)
 	for tick := 0; tick < 3; tick++ { // c-0 is polled every minute, the others never again
 		clock.Add(60)
 		if _, err := s.Get(ctx, "acme", "c-0"); err != nil {
