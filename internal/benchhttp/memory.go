@@ -36,6 +36,10 @@ func measureMemory(ctx context.Context, c config, in *instance) ([]row, error) {
 	if err != nil {
 		return nil, in.p.withLog(err)
 	}
+	anonBefore, err := rssAnon(pid)
+	if err != nil {
+		return nil, in.p.withLog(err)
+	}
 	warm, err := warmRSS(ctx, c, in, pid)
 	if err != nil {
 		return nil, err
@@ -69,14 +73,20 @@ func measureMemory(ctx context.Context, c config, in *instance) ([]row, error) {
 	if err != nil {
 		return nil, in.p.withLog(err)
 	}
+	anonSettled, err := rssAnon(pid)
+	if err != nil {
+		return nil, in.p.withLog(err)
+	}
 	if c.profileDir != "" {
 		if err := fetchProfile(ctx, in.opsBase+"/debug/pprof/heap", filepath.Join(c.profileDir, "heap-settled.pprof")); err != nil {
 			c.logf("heap profile: %v", err)
 		}
 	}
-	v := fmt.Sprintf("RSS %s (%s after one collection) → %s right after (%d POSTs%s) → %s %s later (peak %s): %.2f× the start (%.2f× after one collection)",
+	// The anonymous part is given too: the binary's resident pages (about two thirds of the start)
+	// vary by some MB from run to run with what the page cache held when they were touched.
+	v := fmt.Sprintf("RSS %s (%s after one collection) → %s right after (%d POSTs%s) → %s %s later (peak %s): %.2f× the start (%.2f× after one collection); anonymous %s → %s",
 		mb(before), mb(warm), mb(after), post.n, codeNote(post), mb(settled), c.memSettle, mb(peak),
-		float64(settled)/float64(before), float64(settled)/float64(warm))
+		float64(settled)/float64(before), float64(settled)/float64(warm), mb(anonBefore), mb(anonSettled))
 	return []row{{what, v, "—", goal}}, nil
 }
 

@@ -41,21 +41,23 @@ func TestParseStatCPUOfThisProcess(t *testing.T) {
 	if _, err := rss(os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func TestParseVmRSS(t *testing.T) {
-	status := "Name:\tsamla\nVmPeak:\t  900000 kB\nVmRSS:\t  104512 kB\nRssAnon:\t 90000 kB\n"
-	got, err := parseVmRSS(status)
-	if err != nil {
+	if _, err := rssAnon(os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
-	if got != 104512 {
-		t.Fatalf("VmRSS = %d kB, want 104512", got)
+}
+
+func TestParseStatusKB(t *testing.T) {
+	status := "Name:\tsamla\nVmPeak:\t  900000 kB\nVmRSS:\t  104512 kB\nRssAnon:\t 90000 kB\n"
+	for field, want := range map[string]int64{"VmRSS": 104512, "RssAnon": 90000} {
+		got, err := parseStatusKB(status, field)
+		if err != nil || got != want {
+			t.Fatalf("%s = %d kB, %v; want %d", field, got, err, want)
+		}
 	}
-	if _, err := parseVmRSS("Name:\tkthreadd\n"); err == nil {
+	if _, err := parseStatusKB("Name:\tkthreadd\n", "VmRSS"); err == nil {
 		t.Fatal("a status without VmRSS parsed")
 	}
-	if _, err := parseVmRSS("VmRSS:\t 12 MB\n"); err == nil {
+	if _, err := parseStatusKB("VmRSS:\t 12 MB\n", "VmRSS"); err == nil {
 		t.Fatal("a VmRSS in another unit parsed")
 	}
 }

@@ -185,35 +185,49 @@ func clockTicks() int64 {
 
 // rss is a process's resident set size in bytes, from VmRSS in /proc/<pid>/status.
 func rss(pid int) (int64, error) {
+	kb, err := statusKB(pid, "VmRSS")
+	return kb * 1024, err
+}
+
+// rssAnon is the anonymous part of the resident set of pid in bytes (RssAnon: the heap, the
+// stacks, SQLite's memory), without the pages of the binary and the libraries (RssFile), whose
+// count depends on what the page cache held when they were first touched.
+func rssAnon(pid int) (int64, error) {
+	kb, err := statusKB(pid, "RssAnon")
+	return kb * 1024, err
+}
+
+// statusKB reads the field of /proc/<pid>/status, in kB.
+func statusKB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("read the RSS of pid %d: %w", pid, err)
+		return 0, fmt.Errorf("read the %s of pid %d: %w", field, pid, err)
 	}
-	kb, err := parseVmRSS(string(b))
+	kb, err := parseStatusKB(string(b), field)
 	if err != nil {
 		return 0, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	return kb * 1024, nil
+	return kb, nil
 }
 
-// parseVmRSS answers the VmRSS line of /proc/<pid>/status in kB.
-func parseVmRSS(status string) (int64, error) {
+// parseStatusKB answers the field's line (VmRSS, RssAnon) of /proc/<pid>/status in kB.
+func parseStatusKB(status, field string) (int64, error) {
 	for _, line := range strings.Split(status, "\n") {
-		v, ok := strings.CutPrefix(line, "VmRSS:")
+		v, ok := strings.CutPrefix(line, field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(v)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", line)
+			return 0, fmt.Errorf("unexpected %s line %q", field, line)
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS %q: %w", line, err)
+			return 0, fmt.Errorf("%s %q: %w", field, line, err)
 		}
 		return n, nil
 	}
-	return 0, errors.New("no VmRSS in /proc status (a kernel thread, or the process has exited)")
+	return 0, fmt.Errorf("no %s in /proc status (a kernel thread, or the process has exited)", field)
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
