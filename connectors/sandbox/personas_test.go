@@ -398,6 +398,11 @@ func TestClientSideLogin(t *testing.T) {
 	if a.status != 200 || a.body["state"] != "AUTHENTICATED" || a.body["customer"].(map[string]any)["personalNumber"] != "191212121212" {
 		t.Fatalf("%d %v", a.status, a.body)
 	}
+	// The company released the order it signed the login in with; the device asking again
+	// still learns that it is done.
+	if again := runInstruction(t, ins[1].(map[string]any)); again["status"] != 200 || !strings.Contains(again["body"].(string), "COMPLETE") {
+		t.Fatalf("the device's login-result after the sign-in: %v", again)
+	}
 
 	t.Run("responses without the ticket fail the login", func(t *testing.T) {
 		for name, responses := range map[string][]any{

@@ -72,10 +72,11 @@ func (f *followedStore) vouches(e viewEntry) bool {
 
 func (f *followedStore) memory() *View { return f.view }
 
-func (f *followedStore) held(collectionID string) (Row, bool) {
-	slot, e, _ := f.view.lookup(collectionID)
-	return e.row, slot != nil && f.vouches(e)
-}
+// remember keeps row, read from the event store after holds returned removals, for the follower
+// to take from revision to revision, as a row read from the Store (refresh): the follower
+// leaves the collections the view does not hold to their polls.
+func (f *followedStore) remember(row Row, removals uint64) { f.view.refresh(row, removals) }
+
 
 // Upsert, ErasePersonal and Reset are the projection's, never a query process's; should one
 // be called here, the rows it touches are forgotten so that the view cannot contradict it.

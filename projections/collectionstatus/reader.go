@@ -100,21 +100,26 @@ func (r Reader) Get(ctx context.Context, tenant, collectionID string) (query.Sta
 	return view, nil
 }
 
-// row is the collection's row: from the status view when it holds it; for a young id
-// (eventFallback.young) the view lacks, from the event store; else from the read model, and
-// from the event store when the read model lacks it.
+// row is the collection's row: for a young id (eventFallback.young) the status view holds no
+// row of, from the event store, remembered in the view as a read of the read model would be
+// (later polls, and a follower, take it from there); else through the store (the view, and the
+// read model when the view cannot answer), and from the event store when the read model lacks
+// it. A row the view holds but no longer vouches for (a follower's, past its bounds) goes
+// through the store like any other, so that the read refreshes it in the view.
 func (r Reader) row(ctx context.Context, tenant, collectionID string) (Row, error) {
-	if r.events != nil {
+	if r.events != nil && r.events.young(collectionID) {
 		if v, ok := r.store.(viewed); ok {
-			if row, held := v.held(collectionID); held {
-				if row.Tenant != tenant {
-					return Row{}, readdb.ErrNotFound
+			if held, removals := v.memory().holds(collectionID); !held {
+				row, err := r.events.row(ctx, tenant, collectionID)
+				switch {
+				case err == nil:
+					v.remember(row, removals)
+					return row, nil
+				case errors.Is(err, readdb.ErrNotFound):
+					return Row{}, err
 				}
-				return row, nil
+				// The event store failing is no reason to fail a poll the read model can answer.
 			}
-		}
-		if r.events.young(collectionID) {
-			return r.events.row(ctx, tenant, collectionID)
 		}
 	}
 	row, err := r.store.Get(ctx, tenant, collectionID)
@@ -127,9 +132,8 @@ func (r Reader) row(ctx context.Context, tenant, collectionID string) (Row, erro
 // viewed is a Store with the status view in front (Cached, Followed).
 type viewed interface {
 	memory() *View
-	// held returns the row the view holds for the id, whoever's it is, when the store would
-	// serve it from memory without reading the read model.
-	held(collectionID string) (Row, bool)
+	// remember keeps a row read from the event store after the view's holds returned removals.
+	remember(row Row, removals uint64)
 }
 
 // openPersonal opens row's personal part, or takes it from the status view, which keeps what

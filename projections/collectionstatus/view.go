@@ -120,6 +120,16 @@ func (v *View) lookup(id string) (slot *viewSlot, e viewEntry, removals uint64) 
 	return slot, e, sh.removals
 }
 
+// holds reports whether the view has a row for id, whoever's, current or not (without touching
+// it), and the shard's removals so far (for a fill or refresh that follows).
+func (v *View) holds(id string) (held bool, removals uint64) {
+	sh := v.shard(id)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	_, held = sh.rows[id]
+	return held, sh.removals
+}
+
 // setLocked puts e into sh as a new slot, touched now; sh.mu is held.
 func (sh *viewShard) setLocked(e viewEntry, now int64) {
 	slot := &viewSlot{viewEntry: e}
@@ -367,10 +377,10 @@ func (c *cachedStore) Get(ctx context.Context, tenant, collectionID string) (Row
 
 func (c *cachedStore) memory() *View { return c.view }
 
-func (c *cachedStore) held(collectionID string) (Row, bool) {
-	slot, e, _ := c.view.lookup(collectionID)
-	return e.row, slot != nil
-}
+// remember keeps row, read from the event store after holds returned removals: as current, as
+// a row read from the Store would be (fill).
+func (c *cachedStore) remember(row Row, removals uint64) { c.view.fill(row, removals) }
+
 
 // Upsert writes to the Store, then remembers the rows as the Store now holds them.
 func (c *cachedStore) Upsert(ctx context.Context, rows []Row) error {
