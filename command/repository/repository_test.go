@@ -299,3 +299,39 @@ func TestUpdateBoundsAHangingAppend(t *testing.T) {
 		t.Fatalf("err %v, want the append timeout", err)
 	}
 }
+
+// Refresh keeps an aggregate whose stream has not moved (one read of at most two events, no
+// decoding), and loads the stream again once someone appended to it, or when the aggregate has
+// recorded events not yet stored.
+func TestRefreshReadsTheStreamOnlyWhenItMoved(t *testing.T) {
+	repo, s := newRepo(t)
+	ctx := context.Background()
+	c, _, err := repo.Update(ctx, "acme", meta, register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.reads.Store(0)
+	if got, err := repo.Refresh(ctx, "acme", c); err != nil || got != c || s.reads.Load() != 1 {
+		t.Fatalf("refresh of a current aggregate = %p, %v after %d reads; want the same aggregate after one", got, err, s.reads.Load())
+	}
+
+	// Someone else appended: the kept aggregate is stale.
+	if _, _, err := repo.Update(ctx, "acme", meta, func(c *client.Client) error {
+		return c.IssueAPIKey("k1", key1, t0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := repo.Refresh(ctx, "acme", c)
+	if err != nil || fresh == c || fresh.Version() != 2 || len(fresh.ActiveKeyHashes()) != 1 {
+		t.Fatalf("refresh after another append = version %d, %v; want the stream loaded anew (version 2)", fresh.Version(), err)
+	}
+
+	// An aggregate with recorded events not yet stored is loaded anew.
+	if err := fresh.IssueAPIKey("k2", strings.Repeat("y", 44), t0); err != nil {
+		t.Fatal(err)
+	}
+	again, err := repo.Refresh(ctx, "acme", fresh)
+	if err != nil || again == fresh || again.Version() != 2 || len(again.Recorded()) != 0 {
+		t.Fatalf("refresh of a dirty aggregate = version %d, %d recorded, %v; want the stored one", again.Version(), len(again.Recorded()), err)
+	}
+}

@@ -19,6 +19,9 @@ import (
 // *repository.Repository[*collection.Collection] satisfies it. Every change goes through Update.
 type Repository interface {
 	Load(ctx context.Context, collectionID string) (*collection.Collection, error)
+	// Refresh returns c when its stream has not moved since c was loaded or updated, else
+	// the collection loaded anew.
+	Refresh(ctx context.Context, collectionID string, c *collection.Collection) (*collection.Collection, error)
 	Update(ctx context.Context, collectionID string, meta repository.Meta, decide func(*collection.Collection) error,
 		opts ...repository.UpdateOption) (*collection.Collection, eventstore.AppendResult, error)
 }

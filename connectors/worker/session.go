@@ -99,10 +99,12 @@ func (w *Worker) runStep(ctx context.Context, s *session) stepResult {
 		defer m.ConnectorSessions.Dec()
 	}
 	err := s.next(ctx)
-	s.agg = nil
 	if err == nil && s.park {
+		// The parked session keeps the aggregate it stored last: its next look reads the
+		// stream again only if it moved meanwhile (refresh).
 		return stepResult{park: true, wait: s.parkFor, client: s.tenant}
 	}
+	s.agg = nil
 	defer s.endLogin(ctx)
 	var se *storeError
 	switch {
@@ -351,10 +353,9 @@ func (s *session) poll(ctx context.Context, companyID string, cs CompanySession)
 	if err := ctx.Err(); err != nil {
 		return nil, cs, false, err
 	}
-	// The aggregate is read again at every poll (a parked session keeps none): the command
-	// side appends the client's input (supplement-info) to it, and another worker may have
-	// ended it.
-	c, err := s.load(ctx)
+	// The aggregate is looked at again at every poll: the command side appends the client's
+	// input (supplement-info) to it, and another worker may have ended it.
+	c, err := s.refresh(ctx)
 	if err != nil {
 		return c, cs, false, err
 	}
@@ -749,6 +750,25 @@ func (s *session) check(c *collection.Collection, mustOwn bool) error {
 func (s *session) load(ctx context.Context) (*collection.Collection, error) {
 	s.agg = nil
 	c, err := s.w.cfg.Repo.Load(ctx, s.id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &storeError{fmt.Errorf("load collection %s: %w", s.id, err)}
+	}
+	s.agg = c
+	return c, nil
+}
+
+// refresh is load for a look of a parked session, which kept the aggregate it stored last: that
+// one when its stream has not moved since, else the stream read anew.
+func (s *session) refresh(ctx context.Context) (*collection.Collection, error) {
+	kept := s.agg
+	if kept == nil {
+		return s.load(ctx)
+	}
+	s.agg = nil
+	c, err := s.w.cfg.Repo.Refresh(ctx, s.id, kept)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -240,6 +240,10 @@ func (blockedRepo) Load(ctx context.Context, _ string) (*collection.Collection, 
 	return nil, ctx.Err()
 }
 
+func (r blockedRepo) Refresh(ctx context.Context, id string, _ *collection.Collection) (*collection.Collection, error) {
+	return r.Load(ctx, id)
+}
+
 func (blockedRepo) Update(context.Context, string, repository.Meta, func(*collection.Collection) error,
 	...repository.UpdateOption) (*collection.Collection, eventstore.AppendResult, error) {
 	return nil, eventstore.AppendResult{}, errors.New("blockedRepo: no update expected")
