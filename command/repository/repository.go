@@ -131,11 +131,11 @@ func (r *Repository[A]) Load(ctx context.Context, id string) (A, error) {
 }
 
 // Refresh returns agg as it is when the stream of id holds no event after it (one read of at
-// most two events, none decoded), else the aggregate loaded anew. agg must be as a Load or an Update of this
-// repository returned it; one with recorded events not yet stored is loaded anew too. It is the
-// cheap look of a process that keeps an aggregate between its steps: reading, decoding and
-// opening a whole stream to learn that nothing happened was two fifths of the CPU of 13,000
-// collections waiting for their users.
+// most two events, none decoded), else the aggregate loaded anew. agg must be as a Load or an
+// Update of this repository returned it; one with recorded events not yet stored is loaded
+// anew too. It is the cheap look of a process that keeps an aggregate between its steps:
+// reading, decoding and opening a whole stream to learn that nothing happened was two fifths
+// of the CPU of 13,000 collections waiting for their users.
 func (r *Repository[A]) Refresh(ctx context.Context, id string, agg A) (A, error) {
 	if v := agg.StoredVersion(); v > 0 && agg.Version() == v {
 		// The last event agg has and the one after it, if any: one query on the SQLite store,

@@ -259,9 +259,8 @@ func (s *Sandbox) startOrder(ls *loginSession, at time.Time, actAfter time.Durat
 	return nil
 }
 
-// signed is the EID order completing: the company's own checks of the person come next.
-// signed signs the login in with its completed order, and releases the order: the login keeps
-// what its view shows of it (ls.completion).
+// signed is the EID order completing: the company's own checks of the person come next. It
+// releases the order, whose completion the login keeps for its view (ls.completion).
 func (s *Sandbox) signed(ls *loginSession, r eidsim.CollectResult, now time.Time) {
 	ls.completion = r.CompletionData
 	s.eid.Release(ls.order.OrderRef, now)

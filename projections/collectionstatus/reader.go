@@ -70,8 +70,7 @@ func (f *eventFallback) young(id string) bool {
 	if err != nil || u.Version() != 7 {
 		return false
 	}
-	ms := int64(u[0])<<40 | int64(u[1])<<32 | int64(u[2])<<24 | int64(u[3])<<16 | int64(u[4])<<8 | int64(u[5])
-	age := f.now().Sub(time.UnixMilli(ms))
+	age := f.now().Sub(time.Unix(u.Time().UnixTime()))
 	return -youngFor < age && age < youngFor
 }
 
