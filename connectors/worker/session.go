@@ -749,15 +749,7 @@ func (s *session) check(c *collection.Collection, mustOwn bool) error {
 
 func (s *session) load(ctx context.Context) (*collection.Collection, error) {
 	s.agg = nil
-	c, err := s.w.cfg.Repo.Load(ctx, s.id)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &storeError{fmt.Errorf("load collection %s: %w", s.id, err)}
-	}
-	s.agg = c
-	return c, nil
+	return s.read(ctx, s.w.cfg.Repo.Load)
 }
 
 // refresh is load for a look of a parked session, which kept the aggregate it stored last: that
@@ -768,7 +760,14 @@ func (s *session) refresh(ctx context.Context) (*collection.Collection, error) {
 		return s.load(ctx)
 	}
 	s.agg = nil
-	c, err := s.w.cfg.Repo.Refresh(ctx, s.id, kept)
+	return s.read(ctx, func(ctx context.Context, id string) (*collection.Collection, error) {
+		return s.w.cfg.Repo.Refresh(ctx, id, kept)
+	})
+}
+
+// read reads the collection with get and keeps it as the session's aggregate.
+func (s *session) read(ctx context.Context, get func(context.Context, string) (*collection.Collection, error)) (*collection.Collection, error) {
+	c, err := get(ctx, s.id)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
