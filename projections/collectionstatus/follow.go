@@ -77,7 +77,6 @@ func (f *followedStore) memory() *View { return f.view }
 // leaves the collections the view does not hold to their polls.
 func (f *followedStore) remember(row Row, removals uint64) { f.view.refresh(row, removals) }
 
-
 // Upsert, ErasePersonal and Reset are the projection's, never a query process's; should one
 // be called here, the rows it touches are forgotten so that the view cannot contradict it.
 func (f *followedStore) Upsert(ctx context.Context, rows []Row) error {

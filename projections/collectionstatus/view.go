@@ -381,7 +381,6 @@ func (c *cachedStore) memory() *View { return c.view }
 // a row read from the Store would be (fill).
 func (c *cachedStore) remember(row Row, removals uint64) { c.view.fill(row, removals) }
 
-
 // Upsert writes to the Store, then remembers the rows as the Store now holds them.
 func (c *cachedStore) Upsert(ctx context.Context, rows []Row) error {
 	if err := c.Store.Upsert(ctx, rows); err != nil {
