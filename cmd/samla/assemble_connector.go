@@ -78,7 +78,7 @@ func (s *Service) startConnector(ctx context.Context) error {
 	w := worker.New(worker.Config{
 		WorkerID: workerID, Repo: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), Catalog: s.catalog,
 		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
-		MaxSessions: s.cfg.MaxSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
+		MaxSessions: s.cfg.MaxSessions, MinSessions: s.cfg.MinSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
 		// The slots are shared between clients in turn, with this cap per client when set; the
 		// sessions waiting for the user are parked, woken by their input-supplied events, which
 		// the consumer below hands over with the started ones.

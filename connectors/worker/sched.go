@@ -15,6 +15,8 @@ import (
 // timer fires (its next look, never later than its deadline) or when wake is called (the
 // event that continues it arrived).
 //
+// The slots follow the CPU between a floor and maxActive (adaptSlots, slots.go).
+//
 // Steps ready to run wait in one FIFO queue per client, and the queues are served in turn (round
 // robin), optionally with at most perClient slots per client: one client's burst, or its
 // thousands of parked sessions waking, cannot delay another client's new collection by more
@@ -32,6 +34,8 @@ type scheduler struct {
 	maxActive, perClient, queueLimit int
 	// observe, when set, is told the counts after every change (under mu: keep it cheap).
 	observe func(active, queued, parked int)
+	// limitChanged, when set, is told the slot limit after adaptSlots changed it (under mu).
+	limitChanged func(limit int)
 
 	mu      sync.Mutex
 	entries map[string]*schedEntry // every id with a session here: queued, active or parked
@@ -39,12 +43,15 @@ type scheduler struct {
 	peak    shrink.Peak
 	clients map[string]*clientQueue
 	// ring are the clients with queued steps, in the order they are served.
-	ring    []*clientQueue
-	active  int
-	queued  int
-	parked  int
-	stopped bool
-	wg      sync.WaitGroup
+	ring []*clientQueue
+	// limit is the slots steps may take now: maxActive, or less while adaptSlots finds the CPU
+	// saturated (slots.go); floor is the least it goes to.
+	limit, floor int
+	active       int
+	queued       int
+	parked       int
+	stopped      bool
+	wg           sync.WaitGroup
 }
 
 type entryState uint8
@@ -108,7 +115,7 @@ func (q *clientQueue) pop() *schedEntry {
 
 func newScheduler(maxActive, perClient, queueLimit int, observe func(active, queued, parked int)) *scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &scheduler{ctx: ctx, cancel: cancel, maxActive: maxActive, perClient: perClient, queueLimit: queueLimit,
+	return &scheduler{ctx: ctx, cancel: cancel, maxActive: maxActive, limit: maxActive, perClient: perClient, queueLimit: queueLimit,
 		observe: observe, entries: map[string]*schedEntry{}, peak: shrink.Peak{Floor: shrinkEntriesFrom}, clients: map[string]*clientQueue{}}
 }
 
@@ -222,9 +229,9 @@ func (s *scheduler) enqueue(q *clientQueue, e *schedEntry) {
 
 // dispatch starts queued steps while slots are free, one per client in turn; mu is held.
 func (s *scheduler) dispatch() {
-	for s.active < s.maxActive && len(s.ring) > 0 {
+	for s.active < s.limit && len(s.ring) > 0 {
 		started := false
-		for n := len(s.ring); n > 0 && s.active < s.maxActive; n-- {
+		for n := len(s.ring); n > 0 && s.active < s.limit; n-- {
 			q := s.ring[0]
 			s.ring[0] = nil
 			s.ring = s.ring[1:]

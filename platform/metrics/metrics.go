@@ -55,6 +55,9 @@ type Metrics struct {
 	// and waiting for a slot. Plain gauges: a client id is no label anywhere.
 	ConnectorParked prometheus.Gauge
 	ConnectorQueued prometheus.Gauge
+	// ConnectorSlots is the collection worker's slot limit now: its --max-sessions, or fewer
+	// while the CPU is saturated.
+	ConnectorSlots prometheus.Gauge
 
 	reg prometheus.Registerer
 }
@@ -104,6 +107,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		ConnectorQueued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "samla_connector_queued_sessions",
 			Help: "Collection sessions ready for their next step, waiting for a worker slot.",
+		}),
+		ConnectorSlots: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_connector_slots",
+			Help: "Steps the collection worker runs at once at most now: --max-sessions, or fewer (down to --min-sessions) while the CPU is saturated.",
 		}),
 		ConsentOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "samla_connector_consent_outcomes_total",
@@ -163,7 +170,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
 		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls,
-		m.ConnectorParked, m.ConnectorQueued)
+		m.ConnectorParked, m.ConnectorQueued, m.ConnectorSlots)
 	return m
 }
 
