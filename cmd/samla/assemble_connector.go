@@ -71,6 +71,12 @@ func (s *Service) startConnector(ctx context.Context) error {
 			return root + "/sandbox/companies/" + companyID // catalog ids are URL-safe slugs
 		}
 	}
+	// The slots follow the CPU by default only when the companies run in process: a remote
+	// company's step is its latency, which fewer slots would not make cheaper (slots.go).
+	minSessions := s.cfg.MinSessions
+	if minSessions == 0 && s.sandbox != nil {
+		minSessions = worker.DefaultMinSessions
+	}
 	companies, err := company.New(company.Config{BaseURL: baseURL, HTTPClient: httpClient, Metrics: s.metrics, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("company adapter: %w", err)
@@ -78,7 +84,7 @@ func (s *Service) startConnector(ctx context.Context) error {
 	w := worker.New(worker.Config{
 		WorkerID: workerID, Repo: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), Catalog: s.catalog,
 		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
-		MaxSessions: s.cfg.MaxSessions, MinSessions: s.cfg.MinSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
+		MaxSessions: s.cfg.MaxSessions, MinSessions: minSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
 		// The slots are shared between clients in turn, with this cap per client when set; the
 		// sessions waiting for the user are parked, woken by their input-supplied events, which
 		// the consumer below hands over with the started ones.

@@ -161,7 +161,7 @@ func bindConfigFrom(fs *pflag.FlagSet, env *config.Env) *Config {
 	fs.DurationVar(&c.ConnectorSweep, "connector-sweep", env.Duration("SAMLA_CONNECTOR_SWEEP", worker.DefaultSweepInterval), "how often a connector looks for non-final collections nobody drives [SAMLA_CONNECTOR_SWEEP]")
 	fs.DurationVar(&c.CompanyPoll, "company-poll", env.Duration("SAMLA_COMPANY_POLL", worker.DefaultPollInterval), "wait between a connector's polls of a company login [SAMLA_COMPANY_POLL]")
 	fs.IntVar(&c.MaxSessions, "max-sessions", env.Int("SAMLA_MAX_SESSIONS", worker.DefaultMaxSessions), "company sessions one connector drives at once [SAMLA_MAX_SESSIONS]")
-	fs.IntVar(&c.MinSessions, "min-sessions", env.Int("SAMLA_MIN_SESSIONS", worker.DefaultMinSessions), "the least a connector's collection sessions at once go to while the CPU is saturated: between it and --max-sessions the slots follow how long runnable goroutines wait for a CPU; at or above --max-sessions the slots stay at --max-sessions [SAMLA_MIN_SESSIONS]")
+	fs.IntVar(&c.MinSessions, "min-sessions", env.Int("SAMLA_MIN_SESSIONS", 0), "the least a connector's collection sessions at once go to while the CPU is saturated: between it and --max-sessions the slots follow how long runnable goroutines wait for a CPU; 0: 32 with the embedded sandbox, fixed at --max-sessions with companies elsewhere; at or above --max-sessions: fixed [SAMLA_MIN_SESSIONS]")
 	fs.DurationVar(&c.InputPoll, "input-poll", env.Duration("SAMLA_INPUT_POLL", worker.DefaultInputPollInterval), "wait between a connector's looks at a login that waits for the client's input (contact form, collection input); the input's event wakes the session at once, this look catches what came without one [SAMLA_INPUT_POLL]")
 	fs.IntVar(&c.MaxSessionsPerClient, "max-sessions-per-client", env.Int("SAMLA_MAX_SESSIONS_PER_CLIENT", 0), "slots of --max-sessions one client's sessions may take at once, even while others are free; 0: no cap, the clients only take turns [SAMLA_MAX_SESSIONS_PER_CLIENT]")
 	fs.IntVar(&c.SandboxLatencyMS, "sandbox-latency-ms", env.Int("SAMLA_SANDBOX_LATENCY_MS", 20), "upper bound of the sandbox companies' simulated latency [SAMLA_SANDBOX_LATENCY_MS]")
@@ -241,8 +241,8 @@ func (c *Config) validate() error {
 	if c.AuthFailureLimit < 0 {
 		errs = append(errs, fmt.Errorf("--auth-failure-limit must not be negative, not %d", c.AuthFailureLimit))
 	}
-	if c.MinSessions < 1 {
-		errs = append(errs, fmt.Errorf("--min-sessions must be at least 1, not %d", c.MinSessions))
+	if c.MinSessions < 0 {
+		errs = append(errs, fmt.Errorf("--min-sessions must not be negative, not %d", c.MinSessions))
 	}
 	if c.KafkaPartitions < 1 || c.MaxSessions < 1 || c.SandboxLatencyMS < 0 {
 		errs = append(errs, fmt.Errorf("--kafka-partitions and --max-sessions must be at least 1 and --sandbox-latency-ms not negative, not %d, %d and %d",

@@ -39,6 +39,16 @@ func TestOutOfRangeSettingStopsTheStart(t *testing.T) {
 	}
 }
 
+func TestNegativeMinSessionsStopsTheStart(t *testing.T) {
+	t.Setenv("SAMLA_DATA_DIR", t.TempDir())
+	var out, errOut bytes.Buffer
+	root := newRoot(&out, &errOut)
+	root.SetArgs([]string{"run", "--min-sessions", "-1"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "--min-sessions must not be negative") {
+		t.Fatalf("run --min-sessions -1: err = %v", err)
+	}
+}
+
 func TestMalformedListenerStopsTheStartBeforeAnythingOpens(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("SAMLA_DATA_DIR", dir)

@@ -228,10 +228,15 @@ func (s *scheduler) enqueue(q *clientQueue, e *schedEntry) {
 }
 
 // dispatch starts queued steps while slots are free, one per client in turn; mu is held.
+//
+// Past the adapted limit (slots.go) a client with no step running still starts one, up to
+// maxActive: a limit lowered while the CPU is saturated holds back the next steps of clients
+// already running some, never another client's first, which would otherwise wait for every
+// step above the new limit to end (found in review).
 func (s *scheduler) dispatch() {
-	for s.active < s.limit && len(s.ring) > 0 {
+	for s.active < s.maxActive && len(s.ring) > 0 {
 		started := false
-		for n := len(s.ring); n > 0 && s.active < s.limit; n-- {
+		for n := len(s.ring); n > 0 && s.active < s.maxActive; n-- {
 			q := s.ring[0]
 			s.ring[0] = nil
 			s.ring = s.ring[1:]
@@ -240,6 +245,10 @@ func (s *scheduler) dispatch() {
 			// while their deadlines run (found in review).
 			if s.perClient > 0 && q.client != "" && q.active >= s.perClient {
 				s.ring = append(s.ring, q) // at its cap: its turn passes
+				continue
+			}
+			if s.active >= s.limit && q.active > 0 {
+				s.ring = append(s.ring, q) // past the limit: only clients with none running
 				continue
 			}
 			e := q.pop()
@@ -252,7 +261,7 @@ func (s *scheduler) dispatch() {
 			started = true
 		}
 		if !started {
-			return // every client with queued steps is at its cap
+			return // every client with queued steps is at its cap, or running past the limit
 		}
 	}
 }

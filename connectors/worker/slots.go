@@ -6,25 +6,36 @@ import (
 	"time"
 )
 
-// The collection worker's slots follow the CPU. A step is mostly the company's time when the
-// companies are remote, so many slots keep many logins moving; with the embedded sandbox, or
-// when the process's requests and projections keep the CPU busy, a step is CPU work, and slots
-// beyond what the CPU runs at once only make every runnable goroutine (the API's requests
-// among them) wait longer for it. Measured with the embedded sandbox on two cores
-// (`make bench-http`, 800 collections, then POST /collections for 5 s): 16 slots completed the
-// collections as fast and with as little CPU as 512 (145 against 150 per CPU-second, 5.0
-// against 4.8 s) while the POSTs beside them went from 656/s (p99 121 ms) to 1,143/s (p99
-// 69 ms); 8 slots took 8.0 s and 124 per CPU-second, 4 slots 12.7 s and 102.
+// The collection worker's slots can follow the CPU. With the embedded sandbox, or any company
+// as close, a step is CPU work, and slots beyond what the CPU runs at once only make every
+// runnable goroutine (the API's requests among them) wait longer for it. Measured with the
+// embedded sandbox on two cores (`make bench-http`: 800 collections, then POST /collections
+// for 5 s), three rounds of each alternating: 512 fixed slots completed 107–150 collections per
+// CPU-second (median 130) beside 706–755 POSTs/s (p99 101–116 ms); slots adapting down to 16,
+// 120–143 (124) beside 867–1,211/s (p99 65–95 ms); down to 32, 144–175 (157) beside
+// 915–1,048/s (p99 68–81 ms). Fewer slots cost CPU of their own: a collection kept waiting for a
+// slot is polled by its client and looked at meanwhile (fixed 8 slots: 124 per CPU-second in
+// one run, fixed 4: 102), hence the floor of 32.
 //
-// So the scheduler halves its slot limit, down to a floor, while the CPU is saturated, and
-// raises it by a quarter while it is not and every slot is taken with steps waiting.
-// Saturation is read from the runtime: the 90th percentile of the time runnable goroutines
-// waited for a CPU over the last adaptation period. Idle it is ~0.2 ms; a load that keeps the
-// two cores busy puts it at 5–15 ms.
+// So, given a floor (Config.MinSessions), the scheduler halves its slot limit once the CPU has
+// been saturated for saturatedWindows periods in a row, and raises it by a quarter while the CPU
+// is not and every slot is taken with steps waiting. Saturation is read from the runtime: the
+// 90th percentile of the time runnable goroutines waited for a CPU over the period (the upper
+// bound of the runtime's bucket that holds it). Idle it is ~0.2 ms; a load that keeps the two
+// cores busy puts it at 5–15 ms.
+//
+// The signal is the whole process's, and halving saves CPU only when the steps use it: with
+// remote companies a step is mostly their latency, and a lower limit during a burst of API
+// requests would cut the logins moving at once (16 slots of 200 ms calls are 80 steps a
+// second) without freeing the CPU. The service therefore adapts only when it runs the sandbox
+// in process (cmd/samla: --min-sessions 0), or when the operator sets a floor.
 const (
-	// DefaultMinSessions is the floor of the slot limit: the slots kept while the CPU is
-	// saturated.
-	DefaultMinSessions = 16
+	// DefaultMinSessions is the floor the service gives the slot limit when the companies are
+	// in process (the embedded sandbox): the slots kept while the CPU is saturated.
+	DefaultMinSessions = 32
+	// saturatedWindows is how many periods in a row must find the CPU saturated before the
+	// limit is halved: one can be a collection cycle or a moment's burst.
+	saturatedWindows = 2
 	// slotAdaptEvery is how often the slot limit is adapted.
 	slotAdaptEvery = 100 * time.Millisecond
 	// saturatedWait is the 90th percentile of runnable goroutines' waits for a CPU above which
@@ -36,8 +47,8 @@ const (
 )
 
 // adaptSlots starts adapting the slot limit between floor and maxActive every period, reading
-// saturated; it ends when the scheduler stops. A floor at or above maxActive keeps the slots
-// fixed. Call it once, before the first submit.
+// saturated; it ends when the scheduler stops. A floor below 1 or at or above maxActive keeps
+// the slots fixed. Call it once, before the first submit.
 func (s *scheduler) adaptSlots(floor int, period time.Duration, saturated func() bool) {
 	if floor >= s.maxActive || floor < 1 {
 		return
@@ -50,15 +61,23 @@ func (s *scheduler) adaptSlots(floor int, period time.Duration, saturated func()
 		defer s.wg.Done()
 		tick := time.NewTicker(period)
 		defer tick.Stop()
+		streak := 0 // periods in a row that found the CPU saturated
 		for {
 			select {
 			case <-s.ctx.Done():
 				return
 			case <-tick.C:
 			}
-			busy := saturated()
+			if saturated() {
+				streak++
+				if streak < saturatedWindows {
+					continue // neither halved nor grown yet
+				}
+			} else {
+				streak = 0
+			}
 			s.mu.Lock()
-			s.resize(busy)
+			s.resize(streak >= saturatedWindows)
 			s.mu.Unlock()
 		}
 	}()
@@ -66,7 +85,8 @@ func (s *scheduler) adaptSlots(floor int, period time.Duration, saturated func()
 
 // resize halves the slot limit (never below the floor, nor above half the steps running) while
 // the CPU is saturated, and otherwise raises it by a quarter once every slot is taken and steps
-// wait; mu is held. A running step is never stopped: a lower limit only holds back the next.
+// wait; mu is held. A running step is never stopped: a lower limit only holds back the next
+// steps of the clients running some (dispatch).
 func (s *scheduler) resize(saturated bool) {
 	was := s.limit
 	switch {

@@ -83,6 +83,45 @@ func TestSlotsHalveWhileTheCPUIsSaturatedAndGrowBackWithWaitingSteps(t *testing.
 	}
 }
 
+// A limit lowered below the steps running holds back the next steps of the clients running
+// them, not another client's first: it starts at once, up to the maximum.
+func TestSlotsPastTheLimitStillStartAnotherClientsFirstStep(t *testing.T) {
+	s := newScheduler(42, 0, 0, nil)
+	defer s.stop()
+	s.floor = 4
+	tr := &trace{}
+	hold := make(chan struct{})
+	defer close(hold)
+	for i := range 40 {
+		if _, err := s.submit(fmt.Sprint("a", i), "a", blocking(tr, fmt.Sprint("a", i), hold)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := resizeNow(s, true); got != 20 {
+		t.Fatalf("limit = %d, want 20", got)
+	}
+	if _, err := s.submit("a-next", "a", blocking(tr, "a-next", hold)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"b1", "b2"} {
+		if _, err := s.submit(id, "b", blocking(tr, id, hold)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.submit("c1", "c", blocking(tr, "c1", hold)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's and c's first steps", func() bool {
+		order := tr.get()
+		return slices.Contains(order, "b1") && slices.Contains(order, "c1")
+	})
+	active, queued, _ := s.counts()
+	if order := tr.get(); slices.Contains(order, "a-next") || slices.Contains(order, "b2") || active != 42 || queued != 2 {
+		t.Fatalf("started %v; active %d, queued %d: want only b's and c's first steps started past the limit (42 active, a-next and b2 queued)",
+			order[40:], active, queued)
+	}
+}
+
 func TestSlotsNeverExceedTheMaximum(t *testing.T) {
 	s := newScheduler(5, 0, 0, nil)
 	defer s.stop()
@@ -184,8 +223,19 @@ func TestSaturatedSince(t *testing.T) {
 // and end must keep its counts right (run with -race).
 func TestSlotsAdaptWhileStepsRun(t *testing.T) {
 	s := newScheduler(32, 0, 0, nil)
-	var flip atomic.Bool
-	s.adaptSlots(2, 100*time.Microsecond, func() bool { return flip.Swap(!flip.Load()) })
+	var bad []int // limits reported outside [floor, max]; limitChanged runs under s.mu
+	var changes atomic.Int64
+	s.limitChanged = func(limit int) {
+		changes.Add(1)
+		if limit < 2 || limit > 32 {
+			bad = append(bad, limit)
+		}
+	}
+	var reads atomic.Int64
+	s.adaptSlots(2, 100*time.Microsecond, func() bool {
+		// Saturated for three periods, then free for three: it shrinks and grows in turn.
+		return reads.Add(1)%6 < 3
+	})
 	var wg sync.WaitGroup
 	var ran atomic.Int64
 	for i := range 500 {
@@ -203,5 +253,13 @@ func TestSlotsAdaptWhileStepsRun(t *testing.T) {
 	s.stop()
 	if active, queued, parked := s.counts(); ran.Load() != 500 || active+queued+parked != 0 {
 		t.Fatalf("ran %d of 500; left active %d, queued %d, parked %d", ran.Load(), active, queued, parked)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("the adaptation loop never read the signal")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("limits outside [2, 32]: %v (of %d changes)", bad, changes.Load())
 	}
 }

@@ -99,10 +99,10 @@ type Config struct {
 	// of a session between two waits; a session waiting for the user, the client or the company
 	// is parked and takes no slot (see scheduler).
 	MaxSessions int
-	// MinSessions is the least the slots go to while the CPU is saturated: between it and
-	// MaxSessions the worker adapts its slots to how long runnable goroutines wait for a CPU
-	// (slots.go). 0 is DefaultMinSessions; MinSessions at or above MaxSessions keeps
-	// MaxSessions slots throughout.
+	// MinSessions, when positive and below MaxSessions, is the least the slots go to while the
+	// CPU is saturated: between it and MaxSessions the worker adapts its slots to how long
+	// runnable goroutines wait for a CPU (slots.go). 0 keeps MaxSessions slots throughout; the
+	// service gives DefaultMinSessions when the companies run in process.
 	MinSessions int
 	// MaxSessionsPerClient, when positive, caps the slots one client's sessions take at once,
 	// even while others are free; 0 leaves only the round robin between clients.
@@ -194,9 +194,6 @@ func New(cfg Config) *Worker {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	if cfg.MinSessions <= 0 {
-		cfg.MinSessions = DefaultMinSessions
-	}
 	if cfg.SweepLimit <= 0 {
 		cfg.SweepLimit = DefaultSweepLimit
 	}
@@ -217,8 +214,8 @@ func New(cfg Config) *Worker {
 	}
 	w.sched = newScheduler(cfg.MaxSessions, cfg.MaxSessionsPerClient, cfg.ClientQueueLimit, observe)
 	if m := cfg.Metrics; m != nil {
-		m.ConnectorSlots.Set(float64(cfg.MaxSessions))
-		w.sched.limitChanged = func(limit int) { m.ConnectorSlots.Set(float64(limit)) }
+		m.ConnectorSlotLimit.Set(float64(cfg.MaxSessions))
+		w.sched.limitChanged = func(limit int) { m.ConnectorSlotLimit.Set(float64(limit)) }
 	}
 	w.sched.adaptSlots(cfg.MinSessions, slotAdaptEvery, cpuSaturated())
 	if cfg.Active != nil {

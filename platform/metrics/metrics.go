@@ -55,9 +55,9 @@ type Metrics struct {
 	// and waiting for a slot. Plain gauges: a client id is no label anywhere.
 	ConnectorParked prometheus.Gauge
 	ConnectorQueued prometheus.Gauge
-	// ConnectorSlots is the collection worker's slot limit now: its --max-sessions, or fewer
-	// while the CPU is saturated.
-	ConnectorSlots prometheus.Gauge
+	// ConnectorSlotLimit is the collection worker's slot limit now: its --max-sessions, or
+	// fewer while the CPU is saturated (when its slots adapt).
+	ConnectorSlotLimit prometheus.Gauge
 
 	reg prometheus.Registerer
 }
@@ -108,9 +108,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "samla_connector_queued_sessions",
 			Help: "Collection sessions ready for their next step, waiting for a worker slot.",
 		}),
-		ConnectorSlots: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "samla_connector_slots",
-			Help: "Steps the collection worker runs at once at most now: --max-sessions, or fewer (down to --min-sessions) while the CPU is saturated.",
+		ConnectorSlotLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "samla_connector_slot_limit",
+			Help: "Steps the collection worker runs at once at most now: --max-sessions, or fewer (down to the --min-sessions floor) while the CPU is saturated.",
 		}),
 		ConsentOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "samla_connector_consent_outcomes_total",
@@ -170,7 +170,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
 		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls,
-		m.ConnectorParked, m.ConnectorQueued, m.ConnectorSlots)
+		m.ConnectorParked, m.ConnectorQueued, m.ConnectorSlotLimit)
 	return m
 }
 
