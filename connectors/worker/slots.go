@@ -48,7 +48,7 @@ const (
 
 // adaptSlots starts adapting the slot limit between floor and maxActive every period, reading
 // saturated; it ends when the scheduler stops. A floor below 1 or at or above maxActive keeps
-// the slots fixed. Call it once, before the first submit.
+// the slots fixed. Call it once (Worker.Run).
 func (s *scheduler) adaptSlots(floor int, period time.Duration, saturated func() bool) {
 	if floor >= s.maxActive || floor < 1 {
 		return

@@ -83,10 +83,11 @@ func TestSlotsHalveWhileTheCPUIsSaturatedAndGrowBackWithWaitingSteps(t *testing.
 	}
 }
 
-// A limit lowered below the steps running holds back the next steps of the clients running
-// them, not another client's first: it starts at once, up to the maximum.
-func TestSlotsPastTheLimitStillStartAnotherClientsFirstStep(t *testing.T) {
-	s := newScheduler(42, 0, 0, nil)
+// A limit lowered below the steps running holds back the next steps of the client running
+// them, not another client's: each starts steps at once while it runs fewer than its share of
+// the limit (the limit over the clients with work), up to the maximum.
+func TestSlotsPastTheLimitStillStartOtherClientsShare(t *testing.T) {
+	s := newScheduler(64, 0, 0, nil)
 	defer s.stop()
 	s.floor = 4
 	tr := &trace{}
@@ -103,22 +104,25 @@ func TestSlotsPastTheLimitStillStartAnotherClientsFirstStep(t *testing.T) {
 	if _, err := s.submit("a-next", "a", blocking(tr, "a-next", hold)); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"b1", "b2"} {
-		if _, err := s.submit(id, "b", blocking(tr, id, hold)); err != nil {
+	// With c's step, clients a, b and c have work: a share of 20/3 = 6 slots each.
+	if _, err := s.submit("c0", "c", blocking(tr, "c0", hold)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if _, err := s.submit(fmt.Sprint("b", i), "b", blocking(tr, fmt.Sprint("b", i), hold)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.submit("c1", "c", blocking(tr, "c1", hold)); err != nil {
-		t.Fatal(err)
+	waitFor(t, "c's step and b's share", func() bool { return len(tr.get()) == 40+1+6 })
+	time.Sleep(10 * time.Millisecond) // time for a wrong start to show
+	started := map[string]int{}
+	for _, id := range tr.get() {
+		started[id[:1]]++
 	}
-	waitFor(t, "b's and c's first steps", func() bool {
-		order := tr.get()
-		return slices.Contains(order, "b1") && slices.Contains(order, "c1")
-	})
 	active, queued, _ := s.counts()
-	if order := tr.get(); slices.Contains(order, "a-next") || slices.Contains(order, "b2") || active != 42 || queued != 2 {
-		t.Fatalf("started %v; active %d, queued %d: want only b's and c's first steps started past the limit (42 active, a-next and b2 queued)",
-			order[40:], active, queued)
+	if started["a"] != 40 || started["b"] != 6 || started["c"] != 1 || active != 47 || queued != 3 {
+		t.Fatalf("started %v; active %d, queued %d: want a's 40 from before and, past the limit, 6 of b's and c's one (47 active; a-next and 2 of b's queued)",
+			started, active, queued)
 	}
 }
 

@@ -217,7 +217,6 @@ func New(cfg Config) *Worker {
 		m.ConnectorSlotLimit.Set(float64(cfg.MaxSessions))
 		w.sched.limitChanged = func(limit int) { m.ConnectorSlotLimit.Set(float64(limit)) }
 	}
-	w.sched.adaptSlots(cfg.MinSessions, slotAdaptEvery, cpuSaturated())
 	if cfg.Active != nil {
 		w.sweeper = &sweepCursor{list: cfg.Active.ListNonFinal, limit: cfg.SweepLimit, offer: w.offerSwept,
 			log: w.log, what: "collections"}
@@ -290,6 +289,9 @@ func (w *Worker) resume(ids []string) (refused int, err error) {
 // of SweepLimit every SweepInterval, and blocks until ctx ends; then it stops every session and
 // waits for them. A stopped session records no final status: it is resumed later.
 func (w *Worker) Run(ctx context.Context) error {
+	// The slots adapt while the worker runs: the loop ends with the scheduler, which Run's end
+	// stops.
+	w.sched.adaptSlots(w.cfg.MinSessions, slotAdaptEvery, cpuSaturated())
 	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, w.sweeper.sweepFunc(), w.Stop)
 	return nil
 }
