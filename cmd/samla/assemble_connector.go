@@ -41,12 +41,21 @@ const sandboxUserDelay = time.Second
 // where 64 took 1,030–1,130.
 const embeddedSandboxConns = 64
 
+// embeddedSandboxIdle is how long a connection to the sandbox in this process stays open
+// unused. Each holds three goroutines and four 4 KiB buffers; with the default transport's 90 s
+// the connections a load opened stayed until about the three-minute reading of bench-http's
+// memory row whenever the load's backlog kept them busy for its first minute and a half, and a
+// new one to a server in the same process costs a loopback handshake.
+const embeddedSandboxIdle = 15 * time.Second
+
 // embeddedSandboxClient is the company adapter's HTTP client for the sandbox in this process:
-// at most embeddedSandboxConns connections, all of them kept between requests.
+// at most embeddedSandboxConns connections, all of them kept between requests, none idle past
+// embeddedSandboxIdle.
 func embeddedSandboxClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxConnsPerHost = embeddedSandboxConns
 	t.MaxIdleConnsPerHost = embeddedSandboxConns
+	t.IdleConnTimeout = embeddedSandboxIdle
 	return &http.Client{Transport: t}
 }
 

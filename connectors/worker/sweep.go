@@ -45,7 +45,7 @@ type sweepCursor struct {
 
 // sweepFunc is the sweep the worker's sweep loop runs: nil (no sweep) for a worker without a
 // read model to sweep, whose cursor is nil.
-func (c *sweepCursor) sweepFunc() func(context.Context) {
+func (c *sweepCursor) sweepFunc() func(context.Context) bool {
 	if c == nil {
 		return nil
 	}
@@ -53,11 +53,12 @@ func (c *sweepCursor) sweepFunc() func(context.Context) {
 }
 
 // sweep is one sweep: the whole round until a first round has been completed, one page at
-// every later one.
-func (c *sweepCursor) sweep(ctx context.Context) {
+// every later one. more tells that the page was full and taken whole, so that the round goes on
+// after it: the sweep loop then sweeps again soon (runSweeps).
+func (c *sweepCursor) sweep(ctx context.Context) (more bool) {
 	if c.begun {
-		c.page(ctx)
-		return
+		_, wrapped, ok := c.page(ctx)
+		return ok && !wrapped
 	}
 	offered := 0
 	for ctx.Err() == nil {
@@ -66,16 +67,17 @@ func (c *sweepCursor) sweep(ctx context.Context) {
 		if wrapped {
 			c.begun = true
 			c.log.Info("start sweep offered every open one of the "+c.what, c.what, offered)
-			return
+			return false
 		}
 		if !ok {
 			// A listing that failed or a page not taken: the next sweep goes on with the
 			// round from here, so that a read model unreachable for a moment at start does
 			// not leave the rest of the round to a page per interval.
 			c.log.Info("start sweep stopped before the end of the "+c.what+"; the next sweep goes on with it", c.what, offered)
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // page offers the page after the cursor and moves the cursor past it, back to the oldest after

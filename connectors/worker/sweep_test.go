@@ -341,3 +341,56 @@ func TestSweepLimitIsAtMostTheQueueLimit(t *testing.T) {
 		t.Fatalf("SweepLimit %d (cursor %d) beside ClientQueueLimit 10, want 10", w.cfg.SweepLimit, w.sweeper.limit)
 	}
 }
+
+// TestSweepTellsWhenTheRoundGoesOn: a later sweep reports more while it took a full page whole,
+// not after the short page that wraps the round, nor after a refused page (which waits for the
+// interval, as a failed listing does).
+func TestSweepTellsWhenTheRoundGoesOn(t *testing.T) {
+	a, o := newFakeActive(7), &offers{}
+	c := newCursor(a, o, 3)
+	if c.sweep(context.Background()) {
+		t.Fatal("the start's round (every page at once) reported more")
+	}
+	var got []bool
+	for range 3 {
+		got = append(got, c.sweep(context.Background()))
+	}
+	if want := []bool{true, true, false}; !slices.Equal(got, want) {
+		t.Fatalf("more after the pages 3+3+1: %v, want %v", got, want)
+	}
+	o.refuse = func([]string) bool { return true }
+	if c.sweep(context.Background()) {
+		t.Fatal("a refused page reported more")
+	}
+	a.fail = errors.New("read model down")
+	if c.sweep(context.Background()) {
+		t.Fatal("a failed listing reported more")
+	}
+}
+
+// TestRunSweepsFollowsAFullPageSoon: a sweep that reports more is followed after followUp, not
+// after the interval; one that does not waits for the interval.
+func TestRunSweepsFollowsAFullPageSoon(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	calls := 0
+	sweep := func(context.Context) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return calls <= 3 // three full pages, then the round wraps
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runSweeps(ctx, context.Background(), time.Hour, time.Millisecond, sweep, func() {})
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return calls }
+	waitFor(t, "the follow-up sweeps", func() bool { return count() == 4 })
+	time.Sleep(50 * time.Millisecond)
+	if n := count(); n != 4 {
+		t.Fatalf("%d sweeps, want 4: the one after the wrapping page waits for the hour", n)
+	}
+	cancel()
+	<-done
+}

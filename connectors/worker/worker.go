@@ -292,7 +292,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// The slots adapt while the worker runs: the loop ends with the scheduler, which Run's end
 	// stops.
 	w.sched.adaptSlots(w.cfg.MinSessions, slotAdaptEvery, cpuSaturated())
-	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, w.sweeper.sweepFunc(), w.Stop)
+	runSweeps(ctx, w.sched.ctx, w.cfg.SweepInterval, sweepFollowUp, w.sweeper.sweepFunc(), w.Stop)
 	return nil
 }
 
