@@ -30,22 +30,19 @@ func TestMalformedSettingStopsTheStart(t *testing.T) {
 }
 
 func TestOutOfRangeSettingStopsTheStart(t *testing.T) {
-	t.Setenv("SAMLA_DATA_DIR", t.TempDir())
-	var out, errOut bytes.Buffer
-	root := newRoot(&out, &errOut)
-	root.SetArgs([]string{"run", "--rate-limit", "0"})
-	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "--rate-limit must be positive") {
-		t.Fatalf("run --rate-limit 0: err = %v", err)
-	}
-}
-
-func TestNegativeMinSessionsStopsTheStart(t *testing.T) {
-	t.Setenv("SAMLA_DATA_DIR", t.TempDir())
-	var out, errOut bytes.Buffer
-	root := newRoot(&out, &errOut)
-	root.SetArgs([]string{"run", "--min-sessions", "-1"})
-	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "--min-sessions must not be negative") {
-		t.Fatalf("run --min-sessions -1: err = %v", err)
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--rate-limit", "0", "--rate-limit must be positive"},
+		{"--min-sessions", "-1", "--min-sessions must not be negative"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			t.Setenv("SAMLA_DATA_DIR", t.TempDir())
+			var out, errOut bytes.Buffer
+			root := newRoot(&out, &errOut)
+			root.SetArgs([]string{"run", tc.flag, tc.value})
+			if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run %s %s: err = %v, want %q", tc.flag, tc.value, err, tc.want)
+			}
+		})
 	}
 }
 

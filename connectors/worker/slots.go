@@ -26,7 +26,7 @@ import (
 //
 // The signal is the whole process's, and halving saves CPU only when the steps use it: with
 // remote companies a step is mostly their latency, and a lower limit during a burst of API
-// requests would cut the logins moving at once (16 slots of 200 ms calls are 80 steps a
+// requests would cut the logins moving at once (32 slots of 200 ms calls are 160 steps a
 // second) without freeing the CPU. The service therefore adapts only when it runs the sandbox
 // in process (cmd/samla: --min-sessions 0), or when the operator sets a floor.
 const (
