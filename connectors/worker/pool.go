@@ -192,13 +192,16 @@ func (p *pool) isStopped() bool {
 
 // run is a worker's Run: it calls sweep (when set) at once and every interval, and blocks until
 // ctx ends or the pool stops; then it calls stop (the worker's Stop, which may release more than
-// the pool) and waits for the sweep to return.
+// the pool) and waits for the sweep to return. Its sweeps (consents, cancellations) have no
+// follow-up: a cancellation's sweep reads the signing provider for every id it lists.
 func (p *pool) run(ctx context.Context, interval time.Duration, sweep func(context.Context) bool, stop func()) {
-	runSweeps(ctx, p.ctx, interval, sweepFollowUp, sweep, stop)
+	runSweeps(ctx, p.ctx, interval, interval, sweep, stop)
 }
 
-// sweepFollowUp is the wait before the next sweep when the last one offered a full page that
-// was taken whole, so that more open ids may follow at once.
+// sweepFollowUp is the wait before the collection worker's next sweep when the last one offered
+// a full page that was taken whole, so that more open ids may follow at once. A page of ids the
+// worker holds already (parked sessions) counts too: with more open collections than a round's
+// pages take in a sweep interval, the sweep lists a page a second, one read-model query.
 const sweepFollowUp = time.Second
 
 // runSweeps is the loop of pool.run and scheduler.run: sweep at once and every interval until

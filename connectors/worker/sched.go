@@ -209,9 +209,11 @@ func (s *scheduler) forget(id string) {
 }
 
 // dropIfIdle forgets a client with nothing queued and nothing running, so that the clients map
-// holds only clients with work here; mu is held.
+// holds only clients with work here (a client whose sessions are all parked has none: its
+// queue is made anew when one wakes); mu is held. A q the map no longer holds is left alone: the
+// client may have a new queue since.
 func (s *scheduler) dropIfIdle(q *clientQueue) {
-	if q.len() == 0 && q.active == 0 && !q.inRing {
+	if s.clients[q.client] == q && q.len() == 0 && q.active == 0 && !q.inRing {
 		delete(s.clients, q.client)
 	}
 }
@@ -230,14 +232,16 @@ func (s *scheduler) enqueue(q *clientQueue, e *schedEntry) {
 // dispatch starts queued steps while slots are free, one per client in turn; mu is held.
 //
 // Past the adapted limit (slots.go) a client still starts steps while it runs fewer than its
-// share of the limit (the limit over the clients with work here, at least one), up to
-// maxActive: a limit lowered while the CPU is saturated holds back the clients that take more
-// than their share, never another client's new collections, which would otherwise wait for
-// every step above the new limit to end (found in review), and then get a slot only in turn
-// with the busy client's waiting steps (beside 10,000 collections waiting for a contact form,
-// another client's new ones took 1.18× as long).
+// share of the limit (the limit over the clients with queued or running steps, at least one),
+// up to twice the limit: a limit lowered while the CPU is saturated holds back the clients that
+// take more than their share, not another client's new collections, which would otherwise wait
+// for every step above the new limit to end (found in review), and then get a slot only in
+// turn with the busy client's waiting steps (beside 10,000 collections waiting for a contact
+// form, another client's new ones took 1.18× as long). The bound keeps hundreds of clients with
+// a step each from taking every slot while the CPU is saturated (found in review).
 func (s *scheduler) dispatch() {
 	share := max(1, s.limit/max(1, len(s.clients)))
+	overshoot := min(s.maxActive, 2*s.limit)
 	for s.active < s.maxActive && len(s.ring) > 0 {
 		started := false
 		for n := len(s.ring); n > 0 && s.active < s.maxActive; n-- {
@@ -251,7 +255,7 @@ func (s *scheduler) dispatch() {
 				s.ring = append(s.ring, q) // at its cap: its turn passes
 				continue
 			}
-			if s.active >= s.limit && q.active >= share {
+			if s.active >= s.limit && (q.active >= share || s.active >= overshoot) {
 				s.ring = append(s.ring, q) // past the limit: only clients below their share
 				continue
 			}
@@ -309,6 +313,9 @@ func (s *scheduler) run(q *clientQueue, e *schedEntry) {
 		e.state = entryParked
 		s.parked++
 		e.timer = time.AfterFunc(r.wait, func() { s.fire(e) })
+		if cq, ok := s.clients[e.client]; ok {
+			s.dropIfIdle(cq) // its last running step parked: no work here until one wakes
+		}
 	}
 	s.changed()
 	s.dispatch()

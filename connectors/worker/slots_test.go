@@ -84,17 +84,20 @@ func TestSlotsHalveWhileTheCPUIsSaturatedAndGrowBackWithWaitingSteps(t *testing.
 }
 
 // A limit lowered below the steps running holds back the next steps of the client running
-// them, not another client's: each starts steps at once while it runs fewer than its share of
-// the limit (the limit over the clients with work), up to the maximum.
-func TestSlotsPastTheLimitStillStartOtherClientsShare(t *testing.T) {
+// them, not another client's: as the running steps end, the freed slots go to the clients
+// below their share of the limit (the limit over the clients with queued or running steps),
+// up to twice the limit.
+func TestSlotsPastTheLimitGoToOtherClientsShare(t *testing.T) {
 	s := newScheduler(64, 0, 0, nil)
 	defer s.stop()
 	s.floor = 4
 	tr := &trace{}
 	hold := make(chan struct{})
 	defer close(hold)
-	for i := range 40 {
-		if _, err := s.submit(fmt.Sprint("a", i), "a", blocking(tr, fmt.Sprint("a", i), hold)); err != nil {
+	ends := make([]chan struct{}, 40)
+	for i := range ends {
+		ends[i] = make(chan struct{})
+		if _, err := s.submit(fmt.Sprint("a", i), "a", blocking(tr, fmt.Sprint("a", i), ends[i])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,7 +107,6 @@ func TestSlotsPastTheLimitStillStartOtherClientsShare(t *testing.T) {
 	if _, err := s.submit("a-next", "a", blocking(tr, "a-next", hold)); err != nil {
 		t.Fatal(err)
 	}
-	// With c's step, clients a, b and c have work: a share of 20/3 = 6 slots each.
 	if _, err := s.submit("c0", "c", blocking(tr, "c0", hold)); err != nil {
 		t.Fatal(err)
 	}
@@ -113,16 +115,65 @@ func TestSlotsPastTheLimitStillStartOtherClientsShare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "c's step and b's share", func() bool { return len(tr.get()) == 40+1+6 })
+	if active, queued, _ := s.counts(); active != 40 || queued != 10 {
+		t.Fatalf("active, queued = %d, %d: at twice the limit nothing more starts, want 40, 10", active, queued)
+	}
+	// Ten of a's steps end: clients a, b and c have work, a share of 20/3 = 6 slots each.
+	for _, end := range ends[:10] {
+		close(end)
+	}
+	waitFor(t, "b's share and c's step", func() bool { return len(tr.get()) == 40+6+1 })
 	time.Sleep(10 * time.Millisecond) // time for a wrong start to show
 	started := map[string]int{}
 	for _, id := range tr.get() {
 		started[id[:1]]++
 	}
 	active, queued, _ := s.counts()
-	if started["a"] != 40 || started["b"] != 6 || started["c"] != 1 || active != 47 || queued != 3 {
-		t.Fatalf("started %v; active %d, queued %d: want a's 40 from before and, past the limit, 6 of b's and c's one (47 active; a-next and 2 of b's queued)",
+	if started["a"] != 40 || started["b"] != 6 || started["c"] != 1 || active != 37 || queued != 3 {
+		t.Fatalf("started %v; active %d, queued %d: want, past the limit, 6 of b's and c's one, not a-next (37 active; a-next and 2 of b's queued)",
 			started, active, queued)
+	}
+	for _, end := range ends[10:] {
+		close(end)
+	}
+}
+
+// However many clients have a step waiting, past the limit at most twice the limit run.
+func TestSlotsPastTheLimitStopAtTwiceTheLimit(t *testing.T) {
+	s := newScheduler(512, 0, 0, nil)
+	defer s.stop()
+	s.floor = 8
+	s.limit = 8
+	hold := make(chan struct{})
+	defer close(hold)
+	tr := &trace{}
+	for i := range 100 {
+		id := fmt.Sprint("client", i)
+		if _, err := s.submit(id, id, blocking(tr, id, hold)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if active, queued, _ := s.counts(); active != 16 || queued != 84 {
+		t.Fatalf("active, queued = %d, %d with a limit of 8 and 100 clients of one step, want 16, 84", active, queued)
+	}
+}
+
+// A client whose sessions are all parked has no work here: it does not count against the
+// shares of the clients that have.
+func TestParkedClientsHoldNoShare(t *testing.T) {
+	s := newScheduler(64, 0, 0, nil)
+	defer s.stop()
+	for i := range 5 {
+		id := fmt.Sprint("parked", i)
+		if _, err := s.submit(id, id, func(context.Context) stepResult { return stepResult{park: true, wait: time.Hour} }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the sessions to park", func() bool { _, _, p := s.counts(); return p == 5 })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.clients) != 0 {
+		t.Fatalf("%d clients with only parked sessions held, want none", len(s.clients))
 	}
 }
 
