@@ -138,20 +138,28 @@ func TestSlotsPastTheLimitGoToOtherClientsShare(t *testing.T) {
 	}
 }
 
-// However many clients have a step waiting, past the limit at most twice the limit run.
-func TestSlotsPastTheLimitStopAtTwiceTheLimit(t *testing.T) {
-	s := newScheduler(512, 0, 0, nil)
-	defer s.stop()
-	s.floor = 8
-	s.limit = 8
-	hold := make(chan struct{})
-	defer close(hold)
+// holding is a scheduler of maxActive slots at the given floor and limit, and a submit of steps
+// that hold their slot until the test ends.
+func holding(t *testing.T, maxActive, floor, limit int) (*scheduler, func(id, client string)) {
+	t.Helper()
+	s := newScheduler(maxActive, 0, 0, nil)
+	s.floor, s.limit = floor, limit
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release); s.stop() })
 	tr := &trace{}
-	for i := range 100 {
-		id := fmt.Sprint("client", i)
-		if _, err := s.submit(id, id, blocking(tr, id, hold)); err != nil {
+	return s, func(id, client string) {
+		t.Helper()
+		if _, err := s.submit(id, client, blocking(tr, id, release)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// However many clients have a step waiting, past the limit at most twice the limit run.
+func TestSlotsPastTheLimitStopAtTwiceTheLimit(t *testing.T) {
+	s, hold := holding(t, 512, 8, 8)
+	for i := range 100 {
+		hold(fmt.Sprint(i), fmt.Sprint("client", i))
 	}
 	if active, queued, _ := s.counts(); active != 16 || queued != 84 {
 		t.Fatalf("active, queued = %d, %d with a limit of 8 and 100 clients of one step, want 16, 84", active, queued)
@@ -178,17 +186,9 @@ func TestParkedClientsHoldNoShare(t *testing.T) {
 }
 
 func TestSlotsNeverExceedTheMaximum(t *testing.T) {
-	s := newScheduler(5, 0, 0, nil)
-	defer s.stop()
-	s.floor = 1
-	s.limit = 4
-	hold := make(chan struct{})
-	defer close(hold)
-	tr := &trace{}
+	s, hold := holding(t, 5, 1, 4)
 	for i := range 8 {
-		if _, err := s.submit(fmt.Sprint(i), "a", blocking(tr, fmt.Sprint(i), hold)); err != nil {
-			t.Fatal(err)
-		}
+		hold(fmt.Sprint(i), "a")
 	}
 	for range 3 {
 		resizeNow(s, false)
