@@ -51,7 +51,8 @@ type Config struct {
 	ConnectorSweep   time.Duration
 	CompanyPoll      time.Duration
 	MaxSessions      int
-	// MinSessions is the least the connector's slots go to while the CPU is saturated.
+	// MinSessions is the least the connector's slots go to while the CPU is saturated; 0 is
+	// worker.DefaultMinSessions with the embedded sandbox, fixed slots with companies elsewhere.
 	MinSessions      int
 	SandboxLatencyMS int
 	// MaxSessionsPerClient caps the connector slots one client takes at once; 0: no cap (the
