@@ -207,9 +207,9 @@ const sweepFollowUp = time.Second
 // runSweeps is the loop of pool.run and scheduler.run: sweep at once and every interval until
 // ctx or the lifetime ends, then stop, then wait for the sweep to return. A sweep that reports
 // more (a full page taken whole) is followed after followUp instead (the collection worker's
-// sweepFollowUp): the collections a
-// burst left to the sweep (its client's queue was full) were taken a page of 1,000 every 15 s,
-// ~67 a second, while the slots stood idle for two minutes after a 30 s POST load.
+// sweepFollowUp): the collections a burst left to the sweep (its client's queue was full) were
+// taken a page of 1,000 every 15 s, ~67 a second, while the slots stood idle for two minutes
+// after a 30 s POST load.
 func runSweeps(ctx, lifetime context.Context, interval, followUp time.Duration, sweep func(context.Context) bool, stop func()) {
 	sweeping := make(chan struct{})
 	go func() {
