@@ -42,11 +42,21 @@ const sandboxUserDelay = time.Second
 const embeddedSandboxConns = 64
 
 // embeddedSandboxIdle is how long a connection to the sandbox in this process stays open
-// unused. Each holds three goroutines and four 4 KiB buffers; with the default transport's 90 s
-// the connections a load opened stayed until about the three-minute reading of bench-http's
-// memory row whenever the load's backlog kept them busy for its first minute and a half, and a
-// new one to a server in the same process costs a loopback handshake.
+// unused: each holds three goroutines and four 4 KiB buffers (up to 64 of them after a load,
+// ~2 MB with their stacks), kept 90 s by the default transport, while a new one to a server in
+// the same process costs a loopback handshake.
 const embeddedSandboxIdle = 15 * time.Second
+
+// connectorMinSessions is the collection worker's slot floor: the configured one, or with 0
+// worker.DefaultMinSessions when the companies run in process (embedded) and fixed slots
+// otherwise. A remote company's step is its latency, which fewer slots would not make cheaper
+// (connectors/worker/slots.go).
+func connectorMinSessions(configured int, embedded bool) int {
+	if configured == 0 && embedded {
+		return worker.DefaultMinSessions
+	}
+	return configured
+}
 
 // embeddedSandboxClient is the company adapter's HTTP client for the sandbox in this process:
 // at most embeddedSandboxConns connections, all of them kept between requests, none idle past
@@ -80,12 +90,6 @@ func (s *Service) startConnector(ctx context.Context) error {
 			return root + "/sandbox/companies/" + companyID // catalog ids are URL-safe slugs
 		}
 	}
-	// The slots follow the CPU by default only when the companies run in process: a remote
-	// company's step is its latency, which fewer slots would not make cheaper (slots.go).
-	minSessions := s.cfg.MinSessions
-	if minSessions == 0 && s.sandbox != nil {
-		minSessions = worker.DefaultMinSessions
-	}
 	companies, err := company.New(company.Config{BaseURL: baseURL, HTTPClient: httpClient, Metrics: s.metrics, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("company adapter: %w", err)
@@ -93,7 +97,7 @@ func (s *Service) startConnector(ctx context.Context) error {
 	w := worker.New(worker.Config{
 		WorkerID: workerID, Repo: repository.New(s.store, s.registry, collection.Kind, repository.WithKeys(s.keys)), Catalog: s.catalog,
 		Companies: companies, Metrics: s.metrics, Logger: s.log, StaleClaimAfter: s.cfg.StaleClaimAfter,
-		MaxSessions: s.cfg.MaxSessions, MinSessions: minSessions, SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
+		MaxSessions: s.cfg.MaxSessions, MinSessions: connectorMinSessions(s.cfg.MinSessions, s.sandbox != nil), SweepInterval: s.cfg.ConnectorSweep, PollInterval: s.cfg.CompanyPoll,
 		// The slots are shared between clients in turn, with this cap per client when set; the
 		// sessions waiting for the user are parked, woken by their input-supplied events, which
 		// the consumer below hands over with the started ones.

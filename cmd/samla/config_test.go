@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/samla/samla/connectors/worker"
 	"github.com/samla/samla/platform/config"
 )
 
@@ -43,6 +44,25 @@ func TestOutOfRangeSettingStopsTheStart(t *testing.T) {
 				t.Fatalf("run %s %s: err = %v, want %q", tc.flag, tc.value, err, tc.want)
 			}
 		})
+	}
+}
+
+// The connector's slots adapt by default only with the embedded sandbox; a floor set by the
+// operator holds either way.
+func TestConnectorMinSessions(t *testing.T) {
+	for _, tc := range []struct {
+		configured int
+		embedded   bool
+		want       int
+	}{
+		{0, true, worker.DefaultMinSessions},
+		{0, false, 0},
+		{8, true, 8},
+		{8, false, 8},
+	} {
+		if got := connectorMinSessions(tc.configured, tc.embedded); got != tc.want {
+			t.Errorf("connectorMinSessions(%d, embedded %v) = %d, want %d", tc.configured, tc.embedded, got, tc.want)
+		}
 	}
 }
 

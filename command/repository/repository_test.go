@@ -56,6 +56,19 @@ func newRepo(t *testing.T, opts ...repository.Option) (*repository.Repository[*c
 
 func register(c *client.Client) error { return c.Register("acme", "Acme", false, t0) }
 
+// registered is a repository with client acme registered, its reads counted from zero, and the
+// aggregate its registration returned.
+func registered(t *testing.T) (*repository.Repository[*client.Client], *store, *client.Client) {
+	t.Helper()
+	repo, s := newRepo(t)
+	c, _, err := repo.Update(context.Background(), "acme", meta, register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.reads.Store(0)
+	return repo, s, c
+}
+
 func TestUpdateAppendsWhatTheAggregateRecorded(t *testing.T) {
 	repo, s := newRepo(t)
 	ctx := context.Background()
@@ -202,14 +215,9 @@ func TestUpdateOfANewIDReadsNothing(t *testing.T) {
 }
 
 func TestUpdateFromAKnownAggregateReadsNothing(t *testing.T) {
-	repo, s := newRepo(t)
+	repo, s, c := registered(t)
 	ctx := context.Background()
-	c, _, err := repo.Update(ctx, "acme", meta, register)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.reads.Store(0)
-	c, _, err = repo.Update(ctx, "acme", meta, func(c *client.Client) error { return c.IssueAPIKey("k1", key1, t0) }, repository.From(c))
+	c, _, err := repo.Update(ctx, "acme", meta, func(c *client.Client) error { return c.IssueAPIKey("k1", key1, t0) }, repository.From(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,13 +312,8 @@ func TestUpdateBoundsAHangingAppend(t *testing.T) {
 // decoding), and loads the stream again once someone appended to it, or when the aggregate has
 // recorded events not yet stored.
 func TestRefreshReadsTheStreamOnlyWhenItMoved(t *testing.T) {
-	repo, s := newRepo(t)
+	repo, s, c := registered(t)
 	ctx := context.Background()
-	c, _, err := repo.Update(ctx, "acme", meta, register)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.reads.Store(0)
 	if got, err := repo.Refresh(ctx, "acme", c); err != nil || got != c || s.reads.Load() != 1 {
 		t.Fatalf("refresh of a current aggregate = %p, %v after %d reads; want the same aggregate after one", got, err, s.reads.Load())
 	}

@@ -223,18 +223,20 @@ func TestAdaptSlotsFollowsTheSignalAndEndsWithTheScheduler(t *testing.T) {
 	}
 }
 
-func TestAdaptSlotsKeepsFixedSlotsWhenTheFloorIsTheMaximum(t *testing.T) {
-	s := newScheduler(4, 0, 0, nil)
-	defer s.stop()
-	s.adaptSlots(4, time.Millisecond, func() bool {
-		t.Error("a scheduler with fixed slots read the CPU's saturation")
-		return true
-	})
-	time.Sleep(10 * time.Millisecond)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.limit != 4 {
-		t.Fatalf("limit = %d, want the fixed 4", s.limit)
+// A floor of 0 (the worker's default, MinSessions unset) or at the maximum keeps the slots
+// fixed: the CPU's saturation is never read.
+func TestAdaptSlotsKeepsFixedSlotsWithoutAFloorBelowTheMaximum(t *testing.T) {
+	for _, floor := range []int{0, 4} {
+		s := newScheduler(4, 0, 0, nil)
+		s.adaptSlots(floor, time.Millisecond, func() bool {
+			t.Errorf("floor %d: a scheduler with fixed slots read the CPU's saturation", floor)
+			return true
+		})
+		time.Sleep(10 * time.Millisecond)
+		s.stop()
+		if s.limit != 4 {
+			t.Fatalf("floor %d: limit = %d, want the fixed 4", floor, s.limit)
+		}
 	}
 }
 
