@@ -50,6 +50,7 @@ func Run(ctx context.Context, p Projector, consume ConsumeFunc, m *metrics.Metri
 		}
 		if m != nil {
 			m.ProjectionEvents.WithLabelValues(name).Add(float64(len(batch)))
+			m.ProjectionBatches.WithLabelValues(name).Inc()
 			m.ProjectionLag.WithLabelValues(name).Set(time.Since(batch[len(batch)-1].OccurredAt).Seconds())
 		}
 		return nil

@@ -342,3 +342,54 @@ func TestSchedulerMakesItsEntriesAnewAfterABacklog(t *testing.T) {
 	}
 	waitFor(t, "after", func() bool { return slices.Contains(tr.get(), "after") })
 }
+
+// TestSchedulerServesSessionsUnderWayFirst: a client's woken sessions go before its new ids, but
+// a new id waits for at most freshEvery of them.
+func TestSchedulerServesSessionsUnderWayFirst(t *testing.T) {
+	s := newScheduler(1, 0, 0, nil)
+	defer s.stop()
+	tr := &trace{}
+	// parkOnce parks its session after the first step and ends it after the second.
+	parkOnce := func(id string) func(context.Context) stepResult {
+		steps := 0
+		return func(context.Context) stepResult {
+			steps++
+			if steps == 1 {
+				return stepResult{park: true, wait: time.Hour}
+			}
+			tr.add(id)
+			return stepResult{}
+		}
+	}
+	var underWay []string
+	for i := range freshEvery + 2 {
+		id := fmt.Sprintf("w%d", i)
+		underWay = append(underWay, id)
+		if _, err := s.submit(id, "a", parkOnce(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every session to park", func() bool { _, _, parked := s.counts(); return parked == len(underWay) })
+	release := make(chan struct{})
+	if _, err := s.submit("hold", "a", blocking(tr, "hold", release)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the slot to be held", func() bool { return len(tr.get()) == 1 })
+	for _, id := range []string{"f0", "f1", "f2"} {
+		if _, err := s.submit(id, "a", done(tr, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range underWay {
+		s.wake(id)
+	}
+	close(release)
+	waitFor(t, "every step", func() bool { return len(tr.get()) == 1+len(underWay)+3 })
+	want := append([]string{"hold"}, underWay[:freshEvery]...)
+	want = append(want, "f0")
+	want = append(want, underWay[freshEvery:]...)
+	want = append(want, "f1", "f2")
+	if got := tr.get(); !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}

@@ -6,14 +6,17 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the collectors every role records into.
 type Metrics struct {
-	HTTPRequests       *prometheus.CounterVec   // method, route, code
-	HTTPDuration       *prometheus.HistogramVec // method, route
-	Appends            *prometheus.CounterVec   // category, outcome (ok, conflict, error)
-	AppendDuration     prometheus.Histogram
-	RelayPublished     prometheus.Counter
-	RelayLag           prometheus.Gauge // seconds between an event's occurrence and its publication
-	RelayCheckpoint    prometheus.Gauge
-	ProjectionEvents   *prometheus.CounterVec // projection
+	HTTPRequests     *prometheus.CounterVec   // method, route, code
+	HTTPDuration     *prometheus.HistogramVec // method, route
+	Appends          *prometheus.CounterVec   // category, outcome (ok, conflict, error)
+	AppendDuration   prometheus.Histogram
+	RelayPublished   prometheus.Counter
+	RelayLag         prometheus.Gauge // seconds between an event's occurrence and its publication
+	RelayCheckpoint  prometheus.Gauge
+	ProjectionEvents *prometheus.CounterVec // projection
+	// ProjectionBatches counts the batches (one read-model transaction each) beside the events,
+	// so that events per batch, what a projection's cost per event turns on, can be read.
+	ProjectionBatches  *prometheus.CounterVec // projection
 	ProjectionLag      *prometheus.GaugeVec   // projection; seconds between occurrence and read-model write
 	ConnectorOutcomes  *prometheus.CounterVec // company, status
 	ConnectorSessions  prometheus.Gauge
@@ -91,6 +94,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		ProjectionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "samla_projection_events_total", Help: "Events applied to read models.",
 		}, []string{"projection"}),
+		ProjectionBatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "samla_projection_batches_total", Help: "Batches of events applied to read models, one transaction each.",
+		}, []string{"projection"}),
 		ProjectionLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "samla_projection_lag_seconds", Help: "Age of the last event a projection wrote.",
 		}, []string{"projection"}),
@@ -167,7 +173,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.StatusViewEvictions, m.StatusReadFallbacks, m.StatusFollowerDrops)
 	reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Appends, m.AppendDuration, m.RelayPublished,
-		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionLag, m.ConnectorOutcomes,
+		m.RelayLag, m.RelayCheckpoint, m.ProjectionEvents, m.ProjectionBatches, m.ProjectionLag, m.ConnectorOutcomes,
 		m.ConnectorSessions, m.CompanyRequestTime, m.ConsentOutcomes, m.BankConsentRevocations, m.ConsentStatuses, m.ConsentAuthorization,
 		m.CancellationStatuses, m.CancellationSignature, m.CancellationOutcomes, m.SigningProviderCalls,
 		m.ConnectorParked, m.ConnectorQueued, m.ConnectorSlotLimit)
