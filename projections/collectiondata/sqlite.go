@@ -84,6 +84,7 @@ type SQLiteStore struct {
 	written                              *readdb.Written // set by Fresh
 	prepared                             readdb.Statements
 	get, getMany, documents, getDocument *sql.Stmt
+	upsert, upsertDoc                    *readdb.Bulk
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -107,6 +108,8 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id `+readdb.SQLiteInKeys)
 	s.documents = s.prepared.Prepare(ctx, db, sqliteDocuments)
 	s.getDocument = s.prepared.Prepare(ctx, db, sqliteDocument)
+	s.upsert = s.prepared.Bulk(db, sqliteUpsert)
+	s.upsertDoc = s.prepared.Bulk(db, sqliteDocUpsert)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite collection_data: %w", err)
 	}
@@ -132,10 +135,10 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row, docs []Document) e
 		return nil
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		if err := readdb.ExecEach(ctx, tx, sqliteDocUpsert, docs, sqliteDocArgs); err != nil {
+		if err := readdb.ExecBulk(ctx, tx, s.upsertDoc, docs, readdb.AppendValues(sqliteDocArgs)); err != nil {
 			return fmt.Errorf("documents: %w", err)
 		}
-		return readdb.ExecEach(ctx, tx, sqliteUpsert, rows, sqliteRowArgs)
+		return readdb.ExecBulk(ctx, tx, s.upsert, rows, readdb.AppendValues(sqliteRowArgs))
 	})
 	if err != nil {
 		return fmt.Errorf("upsert collection data: %w", err)

@@ -71,6 +71,7 @@ type SQLiteStore struct {
 	prepared readdb.Statements
 	get      *sql.Stmt
 	getMany  *sql.Stmt
+	upsert   *readdb.Bulk
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -90,6 +91,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
 	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id `+readdb.SQLiteInKeys)
+	s.upsert = s.prepared.Bulk(db, sqliteUpsert)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite collection_status: %w", err)
 	}
@@ -121,7 +123,7 @@ func (s *SQLiteStore) Upsert(ctx context.Context, rows []Row) error {
 		return nil
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEachAppend(ctx, tx, sqliteUpsert, rows, func(args []any, r Row) ([]any, error) {
+		return readdb.ExecBulk(ctx, tx, s.upsert, rows, func(args []any, r Row) ([]any, error) {
 			extra, err := encodeExtra(r.ExtraInformation)
 			if err != nil {
 				return nil, fmt.Errorf("collection status %s: %w", r.CollectionID, err)

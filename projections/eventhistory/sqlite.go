@@ -48,6 +48,7 @@ type SQLiteStore struct {
 	db       *sql.DB
 	prepared readdb.Statements
 	list     *sql.Stmt
+	insert   *readdb.Bulk
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -65,13 +66,19 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.list = s.prepared.Prepare(ctx, db, sqliteList)
+	s.insert = s.prepared.Bulk(db, sqliteInsert)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite event_history_v2: %w", err)
 	}
 	return s, nil
 }
 
-// Close releases the prepared statement; the database stays open.
+// sqliteInsert writes a history row; a stored (stream, revision) is left as it is.
+const sqliteInsert = `INSERT INTO event_history_v2 (` + sqliteColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (stream, revision) DO NOTHING`
+
+// Close releases the prepared statements; the database stays open.
 func (s *SQLiteStore) Close() error { return s.prepared.Close() }
 
 // Insert implements Store in one transaction; a stored (stream, revision) is left as it is.
@@ -80,9 +87,7 @@ func (s *SQLiteStore) Insert(ctx context.Context, rows []Row) error {
 		return nil
 	}
 	err := readdb.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		return readdb.ExecEachAppend(ctx, tx, `INSERT INTO event_history_v2 (`+sqliteColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (stream, revision) DO NOTHING`, rows, func(args []any, r Row) ([]any, error) {
+		return readdb.ExecBulk(ctx, tx, s.insert, rows, func(args []any, r Row) ([]any, error) {
 			return append(args, r.Stream, int64(r.Revision), r.Tenant, int64(r.Position),
 				r.EventID, r.Type, r.SchemaVersion, readdb.Millis(r.OccurredAt), r.CorrelationID,
 				r.CausationID, r.Actor, string(r.Summary), r.PersonalData, r.DataSubject), nil

@@ -17,15 +17,22 @@ type upsertRow struct {
 	val string
 }
 
-// TestExecEachMultiRowUpsertIsPerRow: ExecEach writes an INSERT's items as multi-row statements;
-// the upsert-if-newer must come out as if each item were its own statement, also for items of
-// one key inside one statement (a newer one after an older, an older one after a newer), and
-// for a count of items that is no multiple of the rows per statement.
+// TestExecEachMultiRowUpsertIsPerRow: ExecEach and ExecBulk write an INSERT's items as multi-row
+// statements; the upsert-if-newer must come out as if each item were its own statement, also for
+// items of one key inside one statement (a newer one after an older, an older one after a
+// newer), and for a count of items that is no multiple of the rows per statement. ExecBulk's
+// statements, prepared once, serve batch after batch.
 func TestExecEachMultiRowUpsertIsPerRow(t *testing.T) {
+	for _, writer := range []string{"ExecEach", "ExecBulk"} {
+		t.Run(writer, func(t *testing.T) { testMultiRowUpsertIsPerRow(t, writer == "ExecBulk") })
+	}
+}
+
+func testMultiRowUpsertIsPerRow(t *testing.T, bulk bool) {
 	const upsert = `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)
 		ON CONFLICT (k) DO UPDATE SET rev = excluded.rev, val = excluded.val WHERE excluded.rev > t.rev`
 	var items []upsertRow
-	for i := range 1000 {
+	for i := range 2000 {
 		key := fmt.Sprintf("k%03d", i%97)
 		// Revisions go up and down within a key: only a newer one may overwrite.
 		items = append(items, upsertRow{key, (i * 7919) % 13, fmt.Sprintf("v%d", i)})
@@ -36,7 +43,8 @@ func TestExecEachMultiRowUpsertIsPerRow(t *testing.T) {
 			want[it.key] = it
 		}
 	}
-	for _, n := range []int{1, 2, 129, 1000} {
+	values := func(r upsertRow) ([]any, error) { return []any{r.key, r.rev, r.val}, nil }
+	for _, n := range []int{1, 2, 129, 1000, 2000} {
 		db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -45,13 +53,31 @@ func TestExecEachMultiRowUpsertIsPerRow(t *testing.T) {
 		if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
 			t.Fatal(err)
 		}
-		err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
-			return readdb.ExecEach(ctx, tx, upsert, items[:n], func(r upsertRow) ([]any, error) {
-				return []any{r.key, r.rev, r.val}, nil
+		var prepared readdb.Statements
+		b := prepared.Bulk(db, upsert)
+		if err := prepared.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// In batches of up to 37 items, one transaction each, as a projection writes, and all
+		// at once, as a rebuild does.
+		per := 37
+		if n == 2000 {
+			per = n
+		}
+		for from := 0; from < n; from += per {
+			batch := items[from:min(from+per, n)]
+			err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+				if bulk {
+					return readdb.ExecBulk(ctx, tx, b, batch, readdb.AppendValues(values))
+				}
+				return readdb.ExecEach(ctx, tx, upsert, batch, values)
 			})
-		})
-		if err != nil {
-			t.Fatalf("%d items: %v", n, err)
+			if err != nil {
+				t.Fatalf("%d items: %v", n, err)
+			}
+		}
+		if err := prepared.Close(); err != nil {
+			t.Fatal(err)
 		}
 		wantN := map[string]upsertRow{}
 		for _, it := range items[:n] {
@@ -151,5 +177,60 @@ func TestExecEachAppendCountsEachRowsValues(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
 		t.Fatalf("%d rows (%v), want 3", n, err)
+	}
+}
+
+// TestBulkRefusesOtherStatements: a Bulk is an INSERT of one row of placeholders; anything else
+// is a failure Err reports, before any batch.
+func TestBulkRefusesOtherStatements(t *testing.T) {
+	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	for _, stmt := range []string{
+		`INSERT INTO t (k, n) VALUES (?, 1)`,
+		`UPDATE t SET n = ? WHERE k = ?`,
+	} {
+		var prepared readdb.Statements
+		if b := prepared.Bulk(db, stmt); b != nil || prepared.Err() == nil {
+			t.Fatalf("%s: a Bulk (%v), err %v", stmt, b, prepared.Err())
+		}
+	}
+}
+
+// TestExecBulkCountsEachRowsValues: ExecBulk checks the values each item appends against the
+// row's columns, and writes nothing of a batch it refused.
+func TestExecBulkCountsEachRowsValues(t *testing.T) {
+	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	ctx := context.Background()
+	if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	var prepared readdb.Statements
+	defer func() { _ = prepared.Close() }()
+	b := prepared.Bulk(db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
+	if err := prepared.Err(); err != nil {
+		t.Fatal(err)
+	}
+	items := []upsertRow{{"a", 1, "x"}, {"b", 2, "y"}, {"c", 3, "z"}}
+	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+		return readdb.ExecBulk(ctx, tx, b, items, func(args []any, r upsertRow) ([]any, error) {
+			if r.key == "c" {
+				return append(args, r.key, r.rev), nil
+			}
+			return append(args, r.key, r.rev, r.val), nil
+		})
+	})
+	if err == nil || err.Error() != "row 3 of 3: 2 values for 3 columns" {
+		t.Fatalf("err = %v, want the third item's 2 values for 3 columns", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d rows (%v) after a refused batch, want 0", n, err)
 	}
 }
