@@ -108,8 +108,8 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM collection_data WHERE collection_id `+readdb.SQLiteInKeys)
 	s.documents = s.prepared.Prepare(ctx, db, sqliteDocuments)
 	s.getDocument = s.prepared.Prepare(ctx, db, sqliteDocument)
-	s.upsert = s.prepared.Bulk(db, sqliteUpsert)
-	s.upsertDoc = s.prepared.Bulk(db, sqliteDocUpsert)
+	s.upsert = s.prepared.Bulk(ctx, db, sqliteUpsert)
+	s.upsertDoc = s.prepared.Bulk(ctx, db, sqliteDocUpsert)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite collection_data: %w", err)
 	}

@@ -91,7 +91,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	s := &SQLiteStore{db: db}
 	s.get = s.prepared.Prepare(ctx, db, sqliteGet)
 	s.getMany = s.prepared.Prepare(ctx, db, `SELECT `+sqliteColumns+` FROM collection_status WHERE collection_id `+readdb.SQLiteInKeys)
-	s.upsert = s.prepared.Bulk(db, sqliteUpsert)
+	s.upsert = s.prepared.Bulk(ctx, db, sqliteUpsert)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite collection_status: %w", err)
 	}

@@ -66,7 +66,7 @@ func NewSQLite(ctx context.Context, db *sql.DB) (*SQLiteStore, error) {
 	}
 	s := &SQLiteStore{db: db}
 	s.list = s.prepared.Prepare(ctx, db, sqliteList)
-	s.insert = s.prepared.Bulk(db, sqliteInsert)
+	s.insert = s.prepared.Bulk(ctx, db, sqliteInsert)
 	if err := s.prepared.Err(); err != nil {
 		return nil, fmt.Errorf("open sqlite event_history_v2: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/samla/samla/projections/readdb"
 )
@@ -54,7 +55,7 @@ func testMultiRowUpsertIsPerRow(t *testing.T, bulk bool) {
 			t.Fatal(err)
 		}
 		var prepared readdb.Statements
-		b := prepared.Bulk(db, upsert)
+		b := prepared.Bulk(ctx, db, upsert)
 		if err := prepared.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -180,8 +181,8 @@ func TestExecEachAppendCountsEachRowsValues(t *testing.T) {
 	}
 }
 
-// TestBulkRefusesOtherStatements: a Bulk is an INSERT of one row of placeholders; anything else
-// is a failure Err reports, before any batch.
+// TestBulkRefusesOtherStatements: a Bulk is an INSERT of one row of placeholders that prepares;
+// anything else is a failure Err reports when the store opens, before any batch.
 func TestBulkRefusesOtherStatements(t *testing.T) {
 	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
@@ -191,16 +192,17 @@ func TestBulkRefusesOtherStatements(t *testing.T) {
 	for _, stmt := range []string{
 		`INSERT INTO t (k, n) VALUES (?, 1)`,
 		`UPDATE t SET n = ? WHERE k = ?`,
+		`INSERT INTO missing (k, n) VALUES (?, ?)`,
 	} {
 		var prepared readdb.Statements
-		if b := prepared.Bulk(db, stmt); b != nil || prepared.Err() == nil {
+		if b := prepared.Bulk(context.Background(), db, stmt); b != nil || prepared.Err() == nil {
 			t.Fatalf("%s: a Bulk (%v), err %v", stmt, b, prepared.Err())
 		}
 	}
 }
 
 // TestExecBulkCountsEachRowsValues: ExecBulk checks the values each item appends against the
-// row's columns, and writes nothing of a batch it refused.
+// row's columns; the rows it ran before the refused one go with the transaction's rollback.
 func TestExecBulkCountsEachRowsValues(t *testing.T) {
 	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
@@ -213,7 +215,7 @@ func TestExecBulkCountsEachRowsValues(t *testing.T) {
 	}
 	var prepared readdb.Statements
 	defer func() { _ = prepared.Close() }()
-	b := prepared.Bulk(db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
+	b := prepared.Bulk(ctx, db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
 	if err := prepared.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +234,46 @@ func TestExecBulkCountsEachRowsValues(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d rows (%v) after a refused batch, want 0", n, err)
+	}
+}
+
+// TestExecBulkInsideALargeRebuildTransaction: a rebuild's journal-less database holds an
+// exclusive lock once a transaction's writes spill past its page cache; ExecBulk must then run
+// on the transaction's connection alone (found in review: a size first prepared on the database
+// waited out the busy timeout on a second connection and failed the rebuild).
+func TestExecBulkInsideALargeRebuildTransaction(t *testing.T) {
+	db, err := readdb.OpenSQLiteBulk(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	ctx := context.Background()
+	if _, err := db.Exec(`CREATE TABLE blobs (n INTEGER PRIMARY KEY, b BLOB NOT NULL);
+		CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	var prepared readdb.Statements
+	defer func() { _ = prepared.Close() }()
+	b := prepared.Bulk(ctx, db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
+	if err := prepared.Err(); err != nil {
+		t.Fatal(err)
+	}
+	blob := make([]byte, 1<<20)
+	started := time.Now()
+	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+		for n := range 24 { // past the bulk database's 16 MiB page cache
+			if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (n, b) VALUES (?, ?)`, n, blob); err != nil {
+				return err
+			}
+		}
+		return readdb.ExecBulk(ctx, tx, b, []upsertRow{{"a", 1, "x"}, {"b", 2, "y"}, {"c", 3, "z"}},
+			func(args []any, r upsertRow) ([]any, error) { return append(args, r.key, r.rev, r.val), nil })
+	})
+	if err != nil {
+		t.Fatalf("after %s: %v", time.Since(started).Round(time.Millisecond), err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d rows (%v), want 3", n, err)
 	}
 }

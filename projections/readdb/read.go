@@ -63,7 +63,6 @@ func SQLiteStmtEach[R any](ctx context.Context, stmt *sql.Stmt, what string, sca
 // the life of the process rather than at every call.
 type Statements struct {
 	stmts []*sql.Stmt
-	bulks []*Bulk
 	err   error
 }
 
@@ -99,12 +98,6 @@ func (s *Statements) Close() error {
 		}
 	}
 	s.stmts = nil
-	for _, b := range s.bulks {
-		if err := b.close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	s.bulks = nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close prepared statements: %w", err)
 	}

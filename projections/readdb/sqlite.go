@@ -3,11 +3,9 @@ package readdb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
-	"sync"
 )
 
 // InTx runs fn in one SQLite transaction and commits it when fn succeeds: a batch of writes is
@@ -252,36 +250,33 @@ func EnsureSQLiteColumns(ctx context.Context, db *sql.DB, table string, names []
 // does: the three busiest projections parsed a statement per batch, ~3 % of the process's CPU
 // under a POST load and 4 % while collections completed.
 //
-// The powers of two bound what is prepared: at most six statements, each prepared at most once
-// on each of the database's connections (database/sql re-prepares a statement on the
-// connection a transaction holds); a batch of n rows runs as at most log2(n)+n/32 statements.
+// Every size is prepared when the store opens, never inside a transaction: preparing on the
+// *sql.DB takes a second connection, which on a rebuild's journal-less database waits out the
+// busy timeout behind the transaction's own exclusive lock (found in review). A transaction
+// then binds them to its connection (tx.StmtContext, which prepares a statement again once on
+// each connection that runs it), so a batch of n rows runs as at most log2(n)+n/32 statements.
 type Bulk struct {
-	db              *sql.DB
-	stmt            string
-	head, row, tail string
-	cols, maxRows   int
-
-	mu    sync.Mutex
-	sized [bulkSizes]*sql.Stmt // index k: the statement of 1<<k rows, nil until used
+	stmt  string
+	cols  int
+	sized []*sql.Stmt // index k: the statement of 1<<k rows
 }
 
-// bulkCachedRows is the most rows of one prepared statement ExecBulk runs, a power of two, and
-// bulkSizes the number of sizes up to it. Each size is a prepared program on each connection
-// that ran it, and a program grows with its rows (a row of the status upsert is some
-// hundred VDBE operations), so the sizes kept stop at what a live batch needs. A batch of
-// bulkOwnFrom rows or more (a rebuild's pages) runs as ExecEachAppend does instead, in
-// statements of bulkRows prepared for it: one parse per thousands of rows costs nothing, and
-// the rebuild benchmark ran ~5 % slower in 32-row statements than in 128-row ones.
+// bulkCachedRows is the most rows of one prepared statement ExecBulk runs, a power of two. Each
+// size is a prepared program on each connection that ran it, and a program grows with its rows
+// (a row of the status upsert is some hundred VDBE operations), so the sizes kept stop at what a
+// live batch needs. A batch of bulkOwnFrom rows or more (a rebuild's pages) runs as
+// ExecEachAppend does instead, in statements of bulkRows prepared for it: one parse per
+// thousands of rows costs nothing, and the rebuild benchmark ran ~5 % slower in 32-row
+// statements than in 128-row ones.
 const (
 	bulkCachedRows = 32
-	bulkSizes      = 6 // 1, 2, 4, …, bulkCachedRows
 	bulkOwnFrom    = 1024
 )
 
-// Bulk returns stmt, an INSERT whose VALUES is one row of placeholders, to be run by ExecBulk on
-// db; its statements are prepared as they are first needed and closed by Close. Any other
-// statement is a failure that Err reports, and nil is returned.
-func (s *Statements) Bulk(db *sql.DB, stmt string) *Bulk {
+// Bulk prepares stmt, an INSERT whose VALUES is one row of placeholders, in the sizes ExecBulk
+// runs on db; Close closes them. Any other statement, or a failure to prepare, is a failure Err
+// reports, and nil is returned.
+func (s *Statements) Bulk(ctx context.Context, db *sql.DB, stmt string) *Bulk {
 	if s.err != nil {
 		return nil
 	}
@@ -290,45 +285,19 @@ func (s *Statements) Bulk(db *sql.DB, stmt string) *Bulk {
 		s.err = fmt.Errorf("bulk statement %q: not an INSERT with one row of placeholders", strings.Join(strings.Fields(stmt), " "))
 		return nil
 	}
-	b := &Bulk{db: db, stmt: stmt, head: head, row: row, tail: tail, cols: cols,
-		maxRows: 1 << (bits.Len(uint(min(bulkCachedRows, max(1, sqliteMaxVariables/cols)))) - 1)}
-	s.bulks = append(s.bulks, b)
+	b := &Bulk{stmt: stmt, cols: cols}
+	for n := 1; n <= min(bulkCachedRows, max(1, sqliteMaxVariables/cols)); n *= 2 {
+		st := s.Prepare(ctx, db, head+repeatRow(row, n)+tail)
+		if st == nil {
+			return nil
+		}
+		b.sized = append(b.sized, st)
+	}
 	return b
 }
 
-// rows is how many of n rows the next statement takes: the largest size not above n.
-func (b *Bulk) rows(n int) int {
-	return 1 << (bits.Len(uint(min(n, b.maxRows))) - 1)
-}
-
-// prepared is the statement of n rows (a power of two), prepared on the database the first time.
-func (b *Bulk) prepared(ctx context.Context, n int) (*sql.Stmt, error) {
-	k := bits.Len(uint(n)) - 1
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if st := b.sized[k]; st != nil {
-		return st, nil
-	}
-	st, err := b.db.PrepareContext(ctx, b.head+repeatRow(b.row, n)+b.tail)
-	if err != nil {
-		return nil, fmt.Errorf("prepare %d rows: %w", n, err)
-	}
-	b.sized[k] = st
-	return st, nil
-}
-
-func (b *Bulk) close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var errs []error
-	for k, st := range b.sized {
-		if st != nil {
-			errs = append(errs, st.Close())
-			b.sized[k] = nil
-		}
-	}
-	return errors.Join(errs...)
-}
+// size is the index in b.sized of the statement the next rows of n take: the largest not above n.
+func (b *Bulk) size(n int) int { return min(bits.Len(uint(n)), len(b.sized)) - 1 }
 
 // ExecBulk is ExecEachAppend of b in tx: the items' rows in order, in statements of the sizes b
 // has prepared.
@@ -340,16 +309,12 @@ func ExecBulk[T any](ctx context.Context, tx *sql.Tx, b *Bulk, items []T, append
 		return ExecEachAppend(ctx, tx, b.stmt, items, appendValues)
 	}
 	var inTx [bulkSizes]*sql.Stmt // b's statements bound to tx, as they are needed
-	args := make([]any, 0, b.rows(len(items))*b.cols)
+	args := make([]any, 0, (1<<b.size(len(items)))*b.cols)
 	for from := 0; from < len(items); {
-		n := b.rows(len(items) - from)
-		k := bits.Len(uint(n)) - 1
+		k := b.size(len(items) - from)
+		n := 1 << k
 		if inTx[k] == nil {
-			st, err := b.prepared(ctx, n)
-			if err != nil {
-				return err
-			}
-			inTx[k] = tx.StmtContext(ctx, st)
+			inTx[k] = tx.StmtContext(ctx, b.sized[k])
 		}
 		args = args[:0]
 		for j, it := range items[from : from+n] {
@@ -369,3 +334,6 @@ func ExecBulk[T any](ctx context.Context, tx *sql.Tx, b *Bulk, items []T, append
 	}
 	return nil
 }
+
+// bulkSizes bounds the sizes a Bulk has: 1, 2, 4, …, bulkCachedRows.
+const bulkSizes = 6
