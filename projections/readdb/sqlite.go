@@ -270,6 +270,7 @@ type Bulk struct {
 // statements than in 128-row ones.
 const (
 	bulkCachedRows = 32
+	bulkSizes      = 6 // 1, 2, 4, …, bulkCachedRows
 	bulkOwnFrom    = 1024
 )
 
@@ -334,6 +335,3 @@ func ExecBulk[T any](ctx context.Context, tx *sql.Tx, b *Bulk, items []T, append
 	}
 	return nil
 }
-
-// bulkSizes bounds the sizes a Bulk has: 1, 2, 4, …, bulkCachedRows.
-const bulkSizes = 6
