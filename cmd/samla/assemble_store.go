@@ -72,14 +72,16 @@ func lockDataDir(cfg *Config, use dataDirUse) (release func() error, err error) 
 	return l.Release, nil
 }
 
-func openStore(cfg *Config) (eventstore.Store, error) {
+// openStore opens the configured event store; logger (nil: slog.Default()) is where the
+// embedded store logs its background work.
+func openStore(cfg *Config, logger *slog.Logger) (eventstore.Store, error) {
 	switch {
 	case embeddedEventStore(cfg):
 		path := filepath.Join(cfg.DataDir, "eventstore", "events.db")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create event store dir: %w", err)
 		}
-		store, err := sqlite.Open(path)
+		store, err := sqlite.Open(path, sqlite.WithLogger(logger))
 		if err != nil {
 			return nil, fmt.Errorf("open SQLite event store: %w", err)
 		}
@@ -129,7 +131,7 @@ func rebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger,
 		return final, err
 	}
 	defer func() { _ = release() }()
-	store, err := openStore(cfg)
+	store, err := openStore(cfg, logger)
 	if err != nil {
 		return final, err
 	}
