@@ -104,6 +104,7 @@ func (s *Store) runCheckpointer() {
 	t := time.NewTicker(s.cfg.checkpointInterval)
 	defer t.Stop()
 	var checkpointed uint64
+	failing := false
 	for {
 		select {
 		case <-s.closing:
@@ -116,10 +117,18 @@ func (s *Store) runCheckpointer() {
 		}
 		if err := s.checkpoint(); err != nil {
 			// The writer's commits stay durable in the log; the next tick tries again, and
-			// the log only grows meanwhile.
-			s.cfg.logger.Warn("event store checkpoint failed", "error", err)
+			// the log only grows meanwhile. One line for a run of failures, one when it ends.
+			if !failing {
+				s.cfg.logger.Warn("event store checkpoint failed; retrying every interval", "error", err,
+					"interval", s.cfg.checkpointInterval)
+			}
+			failing = true
 			continue
 		}
+		if failing {
+			s.cfg.logger.Info("event store checkpoint succeeded again")
+		}
+		failing = false
 		checkpointed = commits
 	}
 }
