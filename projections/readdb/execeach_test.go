@@ -18,6 +18,31 @@ type upsertRow struct {
 	val string
 }
 
+// upsertTable opens a database with open in the test's directory, closed when the test ends,
+// and creates the table t of upsertRow in it.
+func upsertTable(t *testing.T, open func(path string) (*sql.DB, error)) *sql.DB {
+	t.Helper()
+	db, err := open(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// rowCount is how many rows t holds.
+func rowCount(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestExecEachMultiRowUpsertIsPerRow: ExecEach and ExecBulk write an INSERT's items as multi-row
 // statements; the upsert-if-newer must come out as if each item were its own statement, also for
 // items of one key inside one statement (a newer one after an older, an older one after a
@@ -46,14 +71,8 @@ func testMultiRowUpsertIsPerRow(t *testing.T, bulk bool) {
 	}
 	values := func(r upsertRow) ([]any, error) { return []any{r.key, r.rev, r.val}, nil }
 	for _, n := range []int{1, 2, 129, 1000, 2000} {
-		db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := upsertTable(t, readdb.OpenSQLite)
 		ctx := context.Background()
-		if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
 		var prepared readdb.Statements
 		b := prepared.Bulk(ctx, db, upsert)
 		if err := prepared.Err(); err != nil {
@@ -67,7 +86,7 @@ func testMultiRowUpsertIsPerRow(t *testing.T, bulk bool) {
 		}
 		for from := 0; from < n; from += per {
 			batch := items[from:min(from+per, n)]
-			err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+			err := readdb.InTx(ctx, db, func(tx *sql.Tx) error {
 				if bulk {
 					return readdb.ExecBulk(ctx, tx, b, batch, readdb.AppendValues(values))
 				}
@@ -99,7 +118,6 @@ func testMultiRowUpsertIsPerRow(t *testing.T, bulk bool) {
 			got[r.key] = r
 		}
 		_ = rows.Close()
-		_ = db.Close()
 		if !reflect.DeepEqual(got, wantN) {
 			t.Fatalf("%d items: %d rows, want %d: %v", n, len(got), len(wantN), got)
 		}
@@ -146,17 +164,10 @@ func TestExecEachOtherStatements(t *testing.T) {
 // TestExecEachAppendCountsEachRowsValues: ExecEachAppend checks the values each item appends
 // against the row's columns, not the arguments appended so far.
 func TestExecEachAppendCountsEachRowsValues(t *testing.T) {
-	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
+	db := upsertTable(t, readdb.OpenSQLite)
 	ctx := context.Background()
-	if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
 	items := []upsertRow{{"a", 1, "x"}, {"b", 2, "y"}, {"c", 3, "z"}}
-	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+	err := readdb.InTx(ctx, db, func(tx *sql.Tx) error {
 		return readdb.ExecEachAppend(ctx, tx, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`, items,
 			func(args []any, r upsertRow) ([]any, error) {
 				if r.key == "b" {
@@ -175,9 +186,8 @@ func TestExecEachAppendCountsEachRowsValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
-		t.Fatalf("%d rows (%v), want 3", n, err)
+	if n := rowCount(t, db); n != 3 {
+		t.Fatalf("%d rows, want 3", n)
 	}
 }
 
@@ -204,23 +214,11 @@ func TestBulkRefusesOtherStatements(t *testing.T) {
 // TestExecBulkCountsEachRowsValues: ExecBulk checks the values each item appends against the
 // row's columns; the rows it ran before the refused one go with the transaction's rollback.
 func TestExecBulkCountsEachRowsValues(t *testing.T) {
-	db, err := readdb.OpenSQLite(filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
+	db := upsertTable(t, readdb.OpenSQLite)
 	ctx := context.Background()
-	if _, err := db.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	var prepared readdb.Statements
-	defer func() { _ = prepared.Close() }()
-	b := prepared.Bulk(ctx, db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
-	if err := prepared.Err(); err != nil {
-		t.Fatal(err)
-	}
+	b := insertBulk(t, db)
 	items := []upsertRow{{"a", 1, "x"}, {"b", 2, "y"}, {"c", 3, "z"}}
-	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+	err := readdb.InTx(ctx, db, func(tx *sql.Tx) error {
 		return readdb.ExecBulk(ctx, tx, b, items, func(args []any, r upsertRow) ([]any, error) {
 			if r.key == "c" {
 				return append(args, r.key, r.rev), nil
@@ -231,9 +229,8 @@ func TestExecBulkCountsEachRowsValues(t *testing.T) {
 	if err == nil || err.Error() != "row 3 of 3: 2 values for 3 columns" {
 		t.Fatalf("err = %v, want the third item's 2 values for 3 columns", err)
 	}
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("%d rows (%v) after a refused batch, want 0", n, err)
+	if n := rowCount(t, db); n != 0 {
+		t.Fatalf("%d rows after a refused batch, want 0", n)
 	}
 }
 
@@ -242,25 +239,15 @@ func TestExecBulkCountsEachRowsValues(t *testing.T) {
 // on the transaction's connection alone (found in review: a size first prepared on the database
 // waited out the busy timeout on a second connection and failed the rebuild).
 func TestExecBulkInsideALargeRebuildTransaction(t *testing.T) {
-	db, err := readdb.OpenSQLiteBulk(filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
+	db := upsertTable(t, readdb.OpenSQLiteBulk)
 	ctx := context.Background()
-	if _, err := db.Exec(`CREATE TABLE blobs (n INTEGER PRIMARY KEY, b BLOB NOT NULL);
-		CREATE TABLE t (k TEXT PRIMARY KEY, rev INTEGER NOT NULL, val TEXT NOT NULL)`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE blobs (n INTEGER PRIMARY KEY, b BLOB NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	var prepared readdb.Statements
-	defer func() { _ = prepared.Close() }()
-	b := prepared.Bulk(ctx, db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
-	if err := prepared.Err(); err != nil {
-		t.Fatal(err)
-	}
+	b := insertBulk(t, db)
 	blob := make([]byte, 1<<20)
 	started := time.Now()
-	err = readdb.InTx(ctx, db, func(tx *sql.Tx) error {
+	err := readdb.InTx(ctx, db, func(tx *sql.Tx) error {
 		for n := range 24 { // past the bulk database's 16 MiB page cache
 			if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (n, b) VALUES (?, ?)`, n, blob); err != nil {
 				return err
@@ -272,8 +259,19 @@ func TestExecBulkInsideALargeRebuildTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after %s: %v", time.Since(started).Round(time.Millisecond), err)
 	}
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
-		t.Fatalf("%d rows (%v), want 3", n, err)
+	if n := rowCount(t, db); n != 3 {
+		t.Fatalf("%d rows, want 3", n)
 	}
+}
+
+// insertBulk is the Bulk of a plain insert into t, closed when the test ends.
+func insertBulk(t *testing.T, db *sql.DB) *readdb.Bulk {
+	t.Helper()
+	var prepared readdb.Statements
+	t.Cleanup(func() { _ = prepared.Close() })
+	b := prepared.Bulk(context.Background(), db, `INSERT INTO t (k, rev, val) VALUES (?, ?, ?)`)
+	if err := prepared.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
