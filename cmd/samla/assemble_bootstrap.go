@@ -65,7 +65,7 @@ func CreateClient(ctx context.Context, cfg *Config, logger *slog.Logger, id, nam
 		return "", err
 	}
 	defer func() { _ = release() }()
-	store, err := openStore(cfg, logger)
+	store, err := openStore(cfg)
 	if err != nil {
 		return "", err
 	}

@@ -72,16 +72,14 @@ func lockDataDir(cfg *Config, use dataDirUse) (release func() error, err error) 
 	return l.Release, nil
 }
 
-// openStore opens the configured event store; logger (nil: slog.Default()) is where the
-// embedded store logs its background work.
-func openStore(cfg *Config, logger *slog.Logger) (eventstore.Store, error) {
+func openStore(cfg *Config) (eventstore.Store, error) {
 	switch {
 	case embeddedEventStore(cfg):
 		path := filepath.Join(cfg.DataDir, "eventstore", "events.db")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create event store dir: %w", err)
 		}
-		store, err := sqlite.Open(path, sqlite.WithLogger(logger))
+		store, err := sqlite.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("open SQLite event store: %w", err)
 		}
@@ -131,7 +129,7 @@ func rebuildProjections(ctx context.Context, cfg *Config, logger *slog.Logger,
 		return final, err
 	}
 	defer func() { _ = release() }()
-	store, err := openStore(cfg, logger)
+	store, err := openStore(cfg)
 	if err != nil {
 		return final, err
 	}

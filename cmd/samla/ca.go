@@ -41,7 +41,7 @@ func withClientService(ctx context.Context, cfg *Config, fn func(*clients.Servic
 		return err
 	}
 	defer func() { _ = release() }()
-	store, err := openStore(cfg, nil)
+	store, err := openStore(cfg)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func ReportPlainPersonal(ctx context.Context, cfg *Config) (PlainPersonalReport,
 		return report, err
 	}
 	defer func() { _ = release() }()
-	store, err := openStore(cfg, nil)
+	store, err := openStore(cfg)
 	if err != nil {
 		return report, err
 	}

@@ -135,7 +135,7 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	// The query role reads it only for a collection its read model does not show yet
 	// (read-your-writes: statusReader).
 	if roles.Command || roles.Relay || roles.Connect || roles.Query {
-		store, err := openStore(cfg, logger)
+		store, err := openStore(cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,55 +86,6 @@ func TestDurabilityPragmas(t *testing.T) {
 	}
 	if _, err := s.rdb.Exec("CREATE TABLE nope (x)"); err == nil {
 		t.Fatal("the read pool could write")
-	}
-}
-
-// TestCheckpointsOffTheWriter: the writer's commits never copy the write-ahead log into the
-// database file (no SQLite auto-checkpoint: it stopped the writer and every append queued
-// behind it); the checkpointer does, on its own connection, once something was committed.
-func TestCheckpointsOffTheWriter(t *testing.T) {
-	fileSize := func(path string) int64 {
-		t.Helper()
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
-	// ~6 MB of events, past SQLite's default auto-checkpoint of 1,000 pages (~4 MB).
-	appendMegabytes := func(s *Store) {
-		stream := storetest.NewStream("collection")
-		big := strings.Repeat("x", 64<<10)
-		for i := range 96 {
-			expected := eventstore.Exact(uint64(i - 1))
-			if i == 0 {
-				expected = eventstore.NoStream()
-			}
-			mustAppend(t, s, stream, expected, storetest.NewEvent("big", map[string]any{"pad": big}))
-		}
-	}
-
-	idle := tempPath(t)
-	s := openStore(t, idle, WithCheckpointInterval(time.Hour))
-	before := fileSize(idle)
-	appendMegabytes(s)
-	if after := fileSize(idle); after != before {
-		t.Fatalf("the database file went from %d to %d bytes with no checkpointer run: the writer checkpointed", before, after)
-	}
-
-	busy := tempPath(t)
-	s = openStore(t, busy, WithCheckpointInterval(10*time.Millisecond))
-	before = fileSize(busy)
-	appendMegabytes(s)
-	deadline := time.Now().Add(10 * time.Second)
-	for fileSize(busy) < before+4<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the database file is %d bytes 10 s after ~6 MB of appends (%d before): no checkpoint", fileSize(busy), before)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := len(mustReadAll(t, s)); got != 96 {
-		t.Fatalf("%d events after the checkpoints, want 96", got)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -47,27 +46,14 @@ var _ eventstore.Store = (*Store)(nil)
 type Option func(*config)
 
 type config struct {
-	readConns          int
-	maxBatch           int
-	pollInterval       time.Duration
-	catchUpBatch       int
-	checkpointInterval time.Duration
-	logger             *slog.Logger
+	readConns    int
+	maxBatch     int
+	pollInterval time.Duration
+	catchUpBatch int
 }
 
 func defaultConfig() config {
-	return config{readConns: 4, maxBatch: 512, pollInterval: time.Second, catchUpBatch: 500,
-		checkpointInterval: time.Second, logger: slog.Default()}
-}
-
-// WithLogger sets where the store logs what goes wrong in the background (a failed checkpoint);
-// default slog.Default().
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l != nil {
-			c.logger = l
-		}
-	}
+	return config{readConns: 4, maxBatch: 512, pollInterval: time.Second, catchUpBatch: 500}
 }
 
 // WithReadConns sets the size of the read connection pool (default 4).
@@ -98,16 +84,6 @@ func WithPollInterval(d time.Duration) Option {
 	}
 }
 
-// WithCheckpointInterval sets how often the store copies its write-ahead log into the database
-// file when something was committed since the last time (default 1s; see runCheckpointer).
-func WithCheckpointInterval(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.checkpointInterval = d
-		}
-	}
-}
-
 // WithCatchUpBatch sets how many events a subscription reads per query (default 500).
 func WithCatchUpBatch(n int) Option {
 	return func(c *config) {
@@ -122,18 +98,16 @@ type Store struct {
 	cfg config
 	wdb *sql.DB // one connection, used only by the writer goroutine (and Open's migration)
 	rdb *sql.DB // read-only pool; WAL lets it read while the writer commits
-	cdb *sql.DB // one connection, used only by the checkpointer goroutine
 
 	readStream, streamExists, readAll *sql.Stmt
 	head, findID, insert              *sql.Stmt
 	savepoint, rollbackTo, release    *sql.Stmt
 
-	requests         chan *appendRequest
-	closing          chan struct{}
-	writerDone       chan struct{}
-	checkpointerDone chan struct{}
-	closeOnce        sync.Once
-	closeErr         error
+	requests   chan *appendRequest
+	closing    chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
 
 	committed signal
 	commits   atomic.Uint64 // group commits so far; benchmarks report appends per commit
@@ -163,11 +137,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{
-		cfg:              cfg,
-		requests:         make(chan *appendRequest, cfg.maxBatch),
-		closing:          make(chan struct{}),
-		writerDone:       make(chan struct{}),
-		checkpointerDone: make(chan struct{}),
+		cfg:        cfg,
+		requests:   make(chan *appendRequest, cfg.maxBatch),
+		closing:    make(chan struct{}),
+		writerDone: make(chan struct{}),
 	}
 	s.committed.ch = make(chan struct{})
 	if err := s.openDBs(abs); err != nil {
@@ -175,7 +148,6 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite event store %q: %w", path, err)
 	}
 	go s.runWriter()
-	go s.runCheckpointer()
 	return s, nil
 }
 
@@ -184,10 +156,9 @@ func (s *Store) openDBs(path string) error {
 	var err error
 	// synchronous=FULL makes every commit fsync the WAL, so an acknowledged append survives a
 	// power cut; group commit is what keeps that affordable. BEGIN IMMEDIATE takes the write lock
-	// up front, so a transaction never fails half-way to upgrade it. wal_autocheckpoint(0): the
-	// checkpointer's connection copies the WAL into the file, not the writer's commits.
+	// up front, so a transaction never fails half-way to upgrade it.
 	s.wdb, err = sql.Open("sqlite", path+
-		"?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=wal_autocheckpoint(0)")
+		"?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
 	if err != nil {
 		return fmt.Errorf("open writer: %w", err)
 	}
@@ -220,15 +191,6 @@ func (s *Store) openDBs(path string) error {
 	s.rdb.SetMaxOpenConns(s.cfg.readConns)
 	s.rdb.SetMaxIdleConns(s.cfg.readConns)
 	s.rdb.SetConnMaxIdleTime(shrink.IdleConnTimeout)
-	// The checkpointer reads no rows: a small page cache, closed when idle. synchronous=FULL
-	// makes a checkpoint fsync the WAL before it copies and the file after.
-	s.cdb, err = sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=cache_size(-64)")
-	if err != nil {
-		return fmt.Errorf("open checkpointer: %w", err)
-	}
-	s.cdb.SetMaxOpenConns(1)
-	s.cdb.SetMaxIdleConns(1)
-	s.cdb.SetConnMaxIdleTime(shrink.IdleConnTimeout)
 
 	prepare := func(db *sql.DB, dst **sql.Stmt, query string) {
 		if err != nil {
@@ -260,7 +222,7 @@ func (s *Store) closeDBs() error {
 		}
 	}
 	// The writer closes last: closing the last connection checkpoints the WAL into the file.
-	for _, db := range []*sql.DB{s.rdb, s.cdb, s.wdb} {
+	for _, db := range []*sql.DB{s.rdb, s.wdb} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
@@ -275,7 +237,6 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.writerDone
-		<-s.checkpointerDone
 		if err := s.closeDBs(); err != nil {
 			s.closeErr = fmt.Errorf("close sqlite event store: %w", err)
 		}

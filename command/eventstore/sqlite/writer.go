@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/samla/samla/command/eventstore"
 	"github.com/samla/samla/eventschema"
@@ -89,57 +88,6 @@ func (s *Store) runWriter() {
 		s.commitBatch(batch)
 		clear(batch) // drop references to finished requests while waiting for the next ones
 	}
-}
-
-// runCheckpointer copies the write-ahead log into the database file every checkpointInterval
-// when something was committed since it last did, on a connection of its own. SQLite's default
-// runs that copy at the end of the commit that takes the log past 1,000 pages, in the writer's
-// goroutine: under a POST load about once a second the writer stopped to copy the pages and
-// fsync the file while every append queued behind it waited (BenchmarkAppendParallel's p99 was
-// 13.7–15.6 ms with it, 5.0–6.1 ms without). A PASSIVE checkpoint waits for no one: it copies what no reader still needs,
-// concurrently with the writer's commits, and the writer starts the log over once a checkpoint
-// has copied all of it. Close closes the writer last, which checkpoints what is left.
-func (s *Store) runCheckpointer() {
-	defer close(s.checkpointerDone)
-	t := time.NewTicker(s.cfg.checkpointInterval)
-	defer t.Stop()
-	var checkpointed uint64
-	failing := false
-	for {
-		select {
-		case <-s.closing:
-			return
-		case <-t.C:
-		}
-		commits := s.commits.Load()
-		if commits == checkpointed {
-			continue
-		}
-		if err := s.checkpoint(); err != nil {
-			// The writer's commits stay durable in the log; the next tick tries again, and
-			// the log only grows meanwhile. One line for a run of failures, one when it ends.
-			if !failing {
-				s.cfg.logger.Warn("event store checkpoint failed; retrying every interval", "error", err,
-					"interval", s.cfg.checkpointInterval)
-			}
-			failing = true
-			continue
-		}
-		if failing {
-			s.cfg.logger.Info("event store checkpoint succeeded again")
-		}
-		failing = false
-		checkpointed = commits
-	}
-}
-
-// checkpoint copies what it can of the write-ahead log into the database file (PASSIVE).
-func (s *Store) checkpoint() error {
-	var busy, logFrames, copied int
-	if err := s.cdb.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &copied); err != nil {
-		return fmt.Errorf("checkpoint sqlite event store: %w", err)
-	}
-	return nil
 }
 
 func (s *Store) failQueued() {
