@@ -22,8 +22,8 @@ import (
 // thousands of parked sessions waking, cannot delay another client's new collection by more
 // than one slot turnover. Within a client, the next steps of sessions already under way go
 // before new ids (clientQueue.pop says how far): a burst is worked through a few hundred
-// sessions at a time, each held for seconds, instead of all of them at once, each held until
-// the whole backlog had had its turn.
+// sessions at a time instead of all of them at once, each held until the whole backlog had had
+// its turn.
 //
 // Memory is bounded by the sessions themselves: a parked or queued session is one entry, and
 // the new ids a client may have waiting are at most queueLimit; a new id refused by a full
