@@ -102,10 +102,10 @@ type clientQueue struct {
 // new id of the same client, when both wait. Sessions under way first keep a burst from being
 // started all at once: with one FIFO, 30,000 POSTs in 30 s queued up to ~28,000 steps and put
 // thousands of sessions under way together, each holding its collection and the company's
-// order until the queue had turned over (the heap peaked at ~350 MB; ~200 MB now). Strict priority would starve
-// a client's new ids while thousands of its parked sessions wake for their looks; a new id
-// every freshEvery steps bounds that wait, and a collection that completes takes ~5 steps, so
-// under a burst new ids start about as fast as sessions end.
+// order until the queue had turned over (the heap peaked at ~350 MB; ~200 MB now). Strict
+// priority would starve a client's new ids while thousands of its parked sessions wake for
+// their looks; a new id every freshEvery steps bounds that wait, and a collection that
+// completes takes ~5 steps, so under a burst new ids start about as fast as sessions end.
 const freshEvery = 8
 
 func (q *clientQueue) len() int { return q.next.len() + q.fresh.len() }

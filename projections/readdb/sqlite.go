@@ -114,22 +114,31 @@ func ExecEachAppend[T any](ctx context.Context, tx *sql.Tx, stmt string, items [
 			}
 			size = len(chunk)
 		}
-		args = args[:0]
-		for j, it := range chunk {
-			before := len(args)
-			var err error
-			if args, err = appendValues(args, it); err != nil {
-				return err
-			}
-			if n := len(args) - before; n != cols {
-				return fmt.Errorf("row %d of %d: %d values for %d columns", from+j+1, len(items), n, cols)
-			}
+		var err error
+		if args, err = rowArgs(args[:0], items, from, len(chunk), cols, appendValues); err != nil {
+			return err
 		}
 		if _, err := prepared.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("rows %d..%d of %d: %w", from+1, from+len(chunk), len(items), err)
 		}
 	}
 	return nil
+}
+
+// rowArgs appends to args the values of the n items from items[from], one statement's rows,
+// checking that each item gave one value per column (an error names the item's place among all).
+func rowArgs[T any](args []any, items []T, from, n, cols int, appendValues func(args []any, item T) ([]any, error)) ([]any, error) {
+	for j, it := range items[from : from+n] {
+		before := len(args)
+		var err error
+		if args, err = appendValues(args, it); err != nil {
+			return nil, err
+		}
+		if got := len(args) - before; got != cols {
+			return nil, fmt.Errorf("row %d of %d: %d values for %d columns", from+j+1, len(items), got, cols)
+		}
+	}
+	return args, nil
 }
 
 // bulkRows is the most rows ExecEach puts in one INSERT; sqliteMaxVariables is SQLite's bound on
@@ -317,16 +326,9 @@ func ExecBulk[T any](ctx context.Context, tx *sql.Tx, b *Bulk, items []T, append
 		if inTx[k] == nil {
 			inTx[k] = tx.StmtContext(ctx, b.sized[k])
 		}
-		args = args[:0]
-		for j, it := range items[from : from+n] {
-			before := len(args)
-			var err error
-			if args, err = appendValues(args, it); err != nil {
-				return err
-			}
-			if got := len(args) - before; got != b.cols {
-				return fmt.Errorf("row %d of %d: %d values for %d columns", from+j+1, len(items), got, b.cols)
-			}
+		var err error
+		if args, err = rowArgs(args[:0], items, from, n, b.cols, appendValues); err != nil {
+			return err
 		}
 		if _, err := inTx[k].ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("rows %d..%d of %d: %w", from+1, from+n, len(items), err)
