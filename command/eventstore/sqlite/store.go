@@ -110,7 +110,9 @@ type Store struct {
 	closeErr   error
 
 	committed signal
-	commits   atomic.Uint64 // group commits so far; benchmarks report appends per commit
+	// recent holds the last commits' events until the live subscriptions have read them.
+	recent  recentEvents
+	commits atomic.Uint64 // group commits so far; benchmarks report appends per commit
 }
 
 // Open opens the store in the SQLite file at path, creating the file, its directories and the
@@ -386,6 +388,8 @@ func scanEnvelopes(rows *sql.Rows, prealloc int) ([]eventschema.Envelope, error)
 func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, eventschema.Envelope) error) error {
 	poll := time.NewTicker(s.cfg.pollInterval)
 	defer poll.Stop()
+	cursor := s.recent.subscribe(after)
+	defer s.recent.unsubscribe(cursor)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -393,16 +397,23 @@ func (s *Store) SubscribeAll(ctx context.Context, after uint64, handle func(cont
 		// Take the signal before reading: a commit that lands after the read has started then
 		// still wakes the wait below.
 		wake := s.committed.wait()
-		batch, err := s.ReadAll(ctx, after, s.cfg.catchUpBatch)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case s.isClosing():
-			return fmt.Errorf("subscribe to all: %w", ErrClosed)
-		case err != nil:
-			return fmt.Errorf("subscribe to all: %w", err)
+		batch, fromMemory := s.recent.read(cursor, s.cfg.catchUpBatch)
+		if !fromMemory {
+			var err error
+			batch, err = s.ReadAll(ctx, after, s.cfg.catchUpBatch)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case s.isClosing():
+				return fmt.Errorf("subscribe to all: %w", ErrClosed)
+			case err != nil:
+				return fmt.Errorf("subscribe to all: %w", err)
+			}
 		}
-		if after, err = eventstore.Deliver(ctx, after, batch, handle); err != nil {
+		var err error
+		after, err = eventstore.Deliver(ctx, after, batch, handle)
+		s.recent.advance(cursor, after)
+		if err != nil {
 			return err
 		}
 		if len(batch) == s.cfg.catchUpBatch {

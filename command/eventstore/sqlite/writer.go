@@ -128,6 +128,9 @@ func (s *Store) commitBatch(batch []*appendRequest) {
 		head: tx.StmtContext(ctx, s.head), findID: tx.StmtContext(ctx, s.findID), insert: tx.StmtContext(ctx, s.insert),
 		savepoint: tx.StmtContext(ctx, s.savepoint), rollbackTo: tx.StmtContext(ctx, s.rollbackTo), release: tx.StmtContext(ctx, s.release),
 	}
+	if s.recent.wanted() {
+		w.stored = new([]eventschema.Envelope)
+	}
 	succeeded := 0
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -171,6 +174,9 @@ func (s *Store) commitBatch(batch []*appendRequest) {
 		return
 	}
 	s.commits.Add(1)
+	if w.stored != nil {
+		s.recent.committed(*w.stored)
+	}
 	// Only after the commit: a subscriber woken earlier could read before the events are
 	// visible and then sleep until the poll.
 	s.committed.broadcast()
@@ -185,6 +191,16 @@ func (s *Store) recoverWriter() {
 type batchTx struct {
 	head, findID, insert           *sql.Stmt
 	savepoint, rollbackTo, release *sql.Stmt
+	// stored collects the events inserted, as the file holds them, for recentEvents once the
+	// transaction commits; nil when no subscription wants them.
+	stored *[]eventschema.Envelope
+}
+
+// keep notes an inserted event for recentEvents.
+func (w batchTx) keep(e eventschema.Envelope, stream string, revision, position uint64) {
+	if w.stored != nil {
+		*w.stored = append(*w.stored, storedEnvelope(e, stream, revision, position))
+	}
 }
 
 // applyInSavepoint returns the request's outcome, or an error when the transaction itself is
@@ -193,10 +209,17 @@ func (w batchTx) applyInSavepoint(ctx context.Context, r *appendRequest) (append
 	if _, err := w.savepoint.ExecContext(ctx); err != nil {
 		return appendOutcome{}, fmt.Errorf("savepoint: %w", err)
 	}
+	kept := 0
+	if w.stored != nil {
+		kept = len(*w.stored)
+	}
 	res, err := w.apply(ctx, r)
 	if err != nil {
 		if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
 			return appendOutcome{}, fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)
+		}
+		if w.stored != nil {
+			*w.stored = (*w.stored)[:kept] // its inserts are undone
 		}
 	}
 	if _, rerr := w.release.ExecContext(ctx); rerr != nil {
@@ -262,6 +285,7 @@ func (w batchTx) applySingle(ctx context.Context, r *appendRequest) (appendOutco
 		// commit an append whose caller would be told it failed.
 		return appendOutcome{}, fmt.Errorf("append to %s: position of event %s: %w", r.stream, e.EventID, err)
 	}
+	w.keep(e, r.stream, next, uint64(last))
 	return appendOutcome{result: eventstore.AppendResult{NextExpectedRevision: next, Position: uint64(last)}}, nil
 }
 
@@ -293,6 +317,7 @@ func (w batchTx) apply(ctx context.Context, r *appendRequest) (eventstore.Append
 		if last, err = res.LastInsertId(); err != nil {
 			return eventstore.AppendResult{}, fmt.Errorf("append to %s: position of event %s: %w", r.stream, e.EventID, err)
 		}
+		w.keep(e, r.stream, next+uint64(i), uint64(last))
 	}
 	return eventstore.AppendResult{NextExpectedRevision: next + uint64(len(r.events)) - 1, Position: uint64(last)}, nil
 }
