@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -72,6 +73,12 @@ func roleCommand(use, short string, roles Roles, stdout, stderr io.Writer) *cobr
 		logger, err := setUp(cfg, stderr)
 		if err != nil {
 			return err
+		}
+		if !cfg.Profiling {
+			// Without the pprof endpoint nobody can read a heap profile, so the runtime need not
+			// record one: it samples an allocation every 512 KiB, and each new allocation site a
+			// load reaches grows its table for good (+0.7 MB after a 30 s POST load).
+			runtime.MemProfileRate = 0
 		}
 		ctx, stop := signalContext()
 		defer stop()

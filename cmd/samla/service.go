@@ -192,6 +192,8 @@ func Start(ctx context.Context, cfg *Config, roles Roles, logger *slog.Logger) (
 	}
 	s.startStatusView(roleCtx)
 	s.runRole(roleCtx, "memory", every(idleHeapCheck, (&memoryReturner{log: s.log}).check))
+	stopGCFloor := startGCFloor()
+	s.closers = append(s.closers, func() error { stopGCFloor(); return nil })
 	if ks, ok := s.keys.(*keyStore); ok {
 		// Keys past their TTL would be read from the store again anyway; an idle process
 		// would otherwise keep a burst's keys until new subjects push them out.
