@@ -37,32 +37,71 @@ func gogc(t *testing.T) uint64 {
 	return s[0].Value.Uint64()
 }
 
-// The floor follows the collections: after one, GOGC is raised for this test binary's small
-// heap; once stopped, Go's default is back and no later collection changes it.
-func TestGCFloorAdjustsAfterACollectionAndStops(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	stop := startGCFloor()
+// collectUntil runs collections until cond holds, failing after 5 s.
+func collectUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for gogc(t) == 100 {
+	for !cond() {
 		if time.Now().After(deadline) {
-			stop()
-			t.Fatal("GOGC still 100 after collections with a small live heap")
+			t.Fatalf("%s: GOGC %d after collections for 5 s", what, gogc(t))
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	stop()
-	if got := gogc(t); got != 100 {
-		t.Fatalf("GOGC %d after stop, want 100", got)
-	}
+}
+
+// collectAFew runs a few collections, each letting the floor's finalizer run.
+func collectAFew() {
 	for range 3 {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// The floor follows the collections: after one, GOGC is raised for this test binary's small
+// heap; it stays raised while any service that started it runs (a process may run several),
+// and once the last stops, Go's default is back and no later collection changes it.
+func TestGCFloorAdjustsAfterACollectionAndStopsWithTheLastService(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	stopFirst, stopSecond := startGCFloor(), startGCFloor()
+	defer stopSecond()
+	defer stopFirst()
+	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
+	stopFirst()
+	stopFirst() // a second stop of the same service changes nothing
+	collectAFew()
+	if got := gogc(t); got <= 100 {
+		t.Fatalf("GOGC %d after one of two services stopped, want it still raised", got)
+	}
+	stopSecond()
+	if got := gogc(t); got != 100 {
+		t.Fatalf("GOGC %d after the last service stopped, want 100", got)
+	}
+	collectAFew()
 	if got := gogc(t); got != 100 {
 		t.Fatalf("GOGC %d after stop and more collections, want 100", got)
+	}
+}
+
+// A GOGC someone else set while the floor runs (a test, a tool) is theirs: the floor neither
+// overwrites it after a collection nor resets it when it stops.
+func TestGCFloorLeavesAnotherSettingAlone(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	stop := startGCFloor()
+	defer stop()
+	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
+	debug.SetGCPercent(50)
+	collectAFew()
+	if got := gogc(t); got != 50 {
+		t.Fatalf("GOGC %d after collections, want the 50 set beside the floor", got)
+	}
+	stop()
+	if got := gogc(t); got != 50 {
+		t.Fatalf("GOGC %d after the floor stopped, want the 50 set beside it", got)
 	}
 }
 
@@ -71,10 +110,7 @@ func TestGCFloorLeavesAnOperatorsSettingsAlone(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	stop := startGCFloor()
 	defer stop()
-	for range 3 {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
+	collectAFew()
 	if got := gogc(t); got != 100 {
 		t.Fatalf("GOGC %d with the operator's GOGC set, want it untouched (100 in this test)", got)
 	}

@@ -29,7 +29,8 @@ type Store interface {
 	// SubscribeAll delivers every event with a position greater than after, in commit order:
 	// first those already stored (catch-up), then each new one as it is committed (live). It
 	// blocks until ctx ends (returning ctx.Err()), the handler fails (returning its error) or
-	// the store fails.
+	// the store fails. The envelope's payload may be shared with the store and with other
+	// subscriptions: a handler reads it, and copies it to keep or change it.
 	SubscribeAll(ctx context.Context, after uint64, handle func(context.Context, eventschema.Envelope) error) error
 	// Close releases the store.
 	Close() error

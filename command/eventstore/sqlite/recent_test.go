@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,5 +177,52 @@ func TestRecentEventsStayBounded(t *testing.T) {
 	r.unsubscribe(slow)
 	if len(r.events) != 0 || r.bytes != 0 {
 		t.Fatalf("%d events (%d bytes) kept after every subscription ended", len(r.events), r.bytes)
+	}
+}
+
+// A group commit past the window's caps is not kept (rather than copied whole and mostly
+// dropped): the subscription reads it from the file and takes the commits after it from memory
+// again, missing nothing.
+func TestSubscriptionReadsAnOversizedCommitFromTheFile(t *testing.T) {
+	s := openStore(t, tempPath(t))
+	ctx := testContext(t)
+	subCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	delivered := make(chan eventschema.Envelope, 64)
+	go func() {
+		_ = s.SubscribeAll(subCtx, 0, func(_ context.Context, e eventschema.Envelope) error {
+			delivered <- e
+			return nil
+		})
+	}()
+	waitFor(t, func() bool { return s.recent.wanted() })
+
+	big := strings.Repeat("x", maxRecentBytes/4)
+	var large []eventschema.Envelope
+	for range 5 { // 5 × a quarter of the cap: over it
+		large = append(large, storetest.NewEvent("large", map[string]any{"blob": big}))
+	}
+	mustAppend(t, s, storetest.NewStream("collection"), eventstore.NoStream(), large...)
+	mustAppend(t, s, storetest.NewStream("collection"), eventstore.NoStream(), storetest.NewEvent("small", nil))
+	mustAppend(t, s, storetest.NewStream("collection"), eventstore.NoStream(), storetest.NewEvent("small", nil))
+
+	want := mustReadAll(t, s)
+	for i, w := range want {
+		select {
+		case got := <-delivered:
+			if !reflect.DeepEqual(got, w) {
+				t.Fatalf("event %d delivered as %s at %d, the file holds %s at %d", i, got.Type, got.Position, w.Type, w.Position)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d of %d not delivered", i, len(want))
+		}
+	}
+	s.recent.mu.Lock()
+	defer s.recent.mu.Unlock()
+	if s.recent.bytes > maxRecentBytes {
+		t.Fatalf("window holds %d payload bytes, over its cap", s.recent.bytes)
+	}
+	if s.recent.served > len(want)-len(large) {
+		t.Fatalf("%d events served from memory, but the %d of the oversized commit must come from the file", s.recent.served, len(large))
 	}
 }

@@ -129,7 +129,7 @@ func (s *Store) commitBatch(batch []*appendRequest) {
 		savepoint: tx.StmtContext(ctx, s.savepoint), rollbackTo: tx.StmtContext(ctx, s.rollbackTo), release: tx.StmtContext(ctx, s.release),
 	}
 	if s.recent.wanted() {
-		w.stored = new([]eventschema.Envelope)
+		w.stored = &keptEvents{}
 	}
 	succeeded := 0
 	for i, r := range batch {
@@ -174,8 +174,10 @@ func (s *Store) commitBatch(batch []*appendRequest) {
 		return
 	}
 	s.commits.Add(1)
-	if w.stored != nil {
-		s.recent.committed(*w.stored)
+	if w.stored != nil && !w.stored.overflow {
+		// A batch past the window's caps is left out: the window then lacks its positions, and
+		// a subscription reads them from the file.
+		s.recent.committed(w.stored.events)
 	}
 	// Only after the commit: a subscriber woken earlier could read before the events are
 	// visible and then sleep until the poll.
@@ -193,14 +195,29 @@ type batchTx struct {
 	savepoint, rollbackTo, release *sql.Stmt
 	// stored collects the events inserted, as the file holds them, for recentEvents once the
 	// transaction commits; nil when no subscription wants them.
-	stored *[]eventschema.Envelope
+	stored *keptEvents
+}
+
+// keptEvents are a group commit's inserted events for recentEvents, up to its caps: a batch
+// past them (overflow) is not kept at all, rather than copied whole and mostly dropped.
+type keptEvents struct {
+	events   []eventschema.Envelope
+	bytes    int
+	overflow bool
 }
 
 // keep notes an inserted event for recentEvents.
 func (w batchTx) keep(e eventschema.Envelope, stream string, revision, position uint64) {
-	if w.stored != nil {
-		*w.stored = append(*w.stored, storedEnvelope(e, stream, revision, position))
+	k := w.stored
+	if k == nil || k.overflow {
+		return
 	}
+	if len(k.events) >= maxRecentEvents || k.bytes+len(e.Payload) > maxRecentBytes {
+		k.events, k.bytes, k.overflow = nil, 0, true
+		return
+	}
+	k.events = append(k.events, storedEnvelope(e, stream, revision, position))
+	k.bytes += len(e.Payload)
 }
 
 // applyInSavepoint returns the request's outcome, or an error when the transaction itself is
@@ -209,17 +226,18 @@ func (w batchTx) applyInSavepoint(ctx context.Context, r *appendRequest) (append
 	if _, err := w.savepoint.ExecContext(ctx); err != nil {
 		return appendOutcome{}, fmt.Errorf("savepoint: %w", err)
 	}
-	kept := 0
+	var kept keptEvents
 	if w.stored != nil {
-		kept = len(*w.stored)
+		kept = *w.stored
 	}
 	res, err := w.apply(ctx, r)
 	if err != nil {
 		if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
 			return appendOutcome{}, fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)
 		}
-		if w.stored != nil {
-			*w.stored = (*w.stored)[:kept] // its inserts are undone
+		if w.stored != nil && !w.stored.overflow {
+			// Its inserts are undone. (An overflow keeps nothing of the batch anyway.)
+			w.stored.events, w.stored.bytes = w.stored.events[:len(kept.events)], kept.bytes
 		}
 	}
 	if _, rerr := w.release.ExecContext(ctx); rerr != nil {
