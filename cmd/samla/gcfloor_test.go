@@ -27,14 +27,25 @@ func TestGCPercentForKeepsTheGoalAtTheFloor(t *testing.T) {
 	}
 }
 
-func gogc(t *testing.T) uint64 {
+func gogc(t *testing.T) uint64 { return runtimeMetric(t, "/gc/gogc:percent") }
+
+// runtimeMetric reads a uint64 metric of the runtime, skipping the test on a runtime without it.
+func runtimeMetric(t *testing.T, name string) uint64 {
 	t.Helper()
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		t.Skip("runtime has no /gc/gogc:percent")
+	sample := []metrics.Sample{{Name: name}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		t.Skipf("this runtime has no %s", name)
 	}
-	return s[0].Value.Uint64()
+	return sample[0].Value.Uint64()
+}
+
+// wantGOGC fails the test unless GOGC is want.
+func wantGOGC(t *testing.T, want uint64, when string) {
+	t.Helper()
+	if got := gogc(t); got != want {
+		t.Fatalf("GOGC %d %s, want %d", got, when, want)
+	}
 }
 
 // collectUntil runs collections until cond holds, failing after 5 s.
@@ -76,13 +87,9 @@ func TestGCFloorAdjustsAfterACollectionAndStopsWithTheLastService(t *testing.T) 
 		t.Fatalf("GOGC %d after one of two services stopped, want it still raised", got)
 	}
 	stopSecond()
-	if got := gogc(t); got != 100 {
-		t.Fatalf("GOGC %d after the last service stopped, want 100", got)
-	}
+	wantGOGC(t, 100, "after the last service stopped")
 	collectAFew()
-	if got := gogc(t); got != 100 {
-		t.Fatalf("GOGC %d after stop and more collections, want 100", got)
-	}
+	wantGOGC(t, 100, "after stop and more collections")
 }
 
 // A GOGC someone else set while the floor runs (a test, a tool) is theirs: the floor neither
@@ -96,13 +103,9 @@ func TestGCFloorLeavesAnotherSettingAlone(t *testing.T) {
 	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
 	debug.SetGCPercent(50)
 	collectAFew()
-	if got := gogc(t); got != 50 {
-		t.Fatalf("GOGC %d after collections, want the 50 set beside the floor", got)
-	}
+	wantGOGC(t, 50, "after collections, set beside the floor")
 	stop()
-	if got := gogc(t); got != 50 {
-		t.Fatalf("GOGC %d after the floor stopped, want the 50 set beside it", got)
-	}
+	wantGOGC(t, 50, "after the floor stopped, set beside it")
 }
 
 func TestGCFloorLeavesAnOperatorsSettingsAlone(t *testing.T) {
@@ -111,7 +114,5 @@ func TestGCFloorLeavesAnOperatorsSettingsAlone(t *testing.T) {
 	stop := startGCFloor()
 	defer stop()
 	collectAFew()
-	if got := gogc(t); got != 100 {
-		t.Fatalf("GOGC %d with the operator's GOGC set, want it untouched (100 in this test)", got)
-	}
+	wantGOGC(t, 100, "with the operator's GOGC set (untouched: 100 in this test)")
 }

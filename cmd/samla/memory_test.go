@@ -121,11 +121,5 @@ func TestMemoryReturnerReleasesSQLiteOncePerIdleSpell(t *testing.T) {
 
 // forcedCollections is how many collections the process forced so far (debug.FreeOSMemory, runtime.GC).
 func forcedCollections(t *testing.T) uint64 {
-	t.Helper()
-	sample := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		t.Skip("this runtime has no /gc/cycles/forced:gc-cycles")
-	}
-	return sample[0].Value.Uint64()
+	return runtimeMetric(t, "/gc/cycles/forced:gc-cycles")
 }
