@@ -12,8 +12,9 @@ import (
 // small the live heap. With GOGC at 100 alone the next collection comes when the heap has
 // doubled: with the ~12 MB a running service keeps live, every ~12 MB allocated, about four
 // collections a second under a trickle of collections (445 KB allocated for each). Letting the
-// heap reach 64 MiB first took a run of serial POSTs, each collection to COMPLETED, from ~55 to
-// ~15 collections, and the collector's marking from 6.9–7.3 % to 1.2–2.3 % of the CPU. Once
+// heap reach 64 MiB first took POSTs one after another over one connection, each left to
+// complete, from ~55 collections in 15 s to ~15, and the collector's marking from 6.9–7.3 % to
+// 1.2–2.3 % of the CPU. Once
 // the live heap is half the floor or more, GOGC is 100 again, so the peak of a burst, when the
 // live heap is large, is what it was; and an idle service is collected by the memory role
 // (returnIdleMemory), not by the floor.

@@ -87,10 +87,11 @@ type Config struct {
 // DefaultBatchInterval bounds a busy relay to about 20 publishes a second; it adds at most
 // 50 ms to an event's way to Kafka, and only while events keep coming (a client polls a
 // collection about once a second, and a poll right after the 201 reads the event store). At
-// 20 ms, collections created one after another and polled to COMPLETED took 7.8 ms of CPU each
-// (median of six runs, alternating) against 5.3 at 50 ms, and the harness's 800 completed
-// 154–169 per CPU-second against 173–191: every publish costs the broker's fsyncs and every
-// consumer group a fetch, a decode and a read-model transaction. 100 ms took no less.
+// 20 ms, collections created one after another over one connection and left to complete took
+// 7.8 ms of CPU each (median of six runs, alternating) against 5.3 at 50 ms, and the
+// harness's 800 completed 154–169 per CPU-second against 173–191: every publish costs the
+// broker's fsyncs and every consumer group a fetch, a decode and a read-model transaction.
+// 100 ms took no less.
 const DefaultBatchInterval = 50 * time.Millisecond
 
 // Relay publishes the event store's events to Kafka. Run only one per event store.
