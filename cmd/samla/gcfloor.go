@@ -13,11 +13,10 @@ import (
 // doubled: with the ~12 MB a running service keeps live, every ~12 MB allocated, about four
 // collections a second under a trickle of collections (445 KB allocated for each). Letting the
 // heap reach 64 MiB first took POSTs one after another over one connection, each left to
-// complete, from ~55 collections in 15 s to ~15, and the collector's marking from 6.9–7.3 % to
-// 1.2–2.3 % of the CPU. Once
-// the live heap is half the floor or more, GOGC is 100 again, so the peak of a burst, when the
-// live heap is large, is what it was; and an idle service is collected by the memory role
-// (returnIdleMemory), not by the floor.
+// complete, from ~55 garbage collections in 15 s to ~15, and the collector's marking from
+// 6.9–7.3 % to 1.2–2.3 % of the CPU. Once the live heap is half the floor or more, GOGC is 100
+// again, so the peak of a burst, when the live heap is large, is what it was; and an idle
+// service is collected by the memory role (returnIdleMemory), not by the floor.
 const gcHeapFloor = 64 << 20
 
 // gcPercentCeiling bounds the GOGC the floor sets: at a live heap of a few MB a collection
