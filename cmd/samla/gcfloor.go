@@ -35,13 +35,15 @@ func gcPercentFor(live, floor uint64) int {
 
 // gcFloor is the process's one floor: GOGC is process-wide, so the services a process starts
 // (tests start several) share it, and it ends with the last of them.
-var gcFloor struct {
+var gcFloor = gcFloorState{percent: 100}
+
+type gcFloorState struct {
 	mu    sync.Mutex
 	users int  // services running with the floor
 	armed bool // a sentinel is waiting for the next collection
-	// percent is the GOGC the floor set last, 0 while it has set none (GOGC is then Go's
-	// default, 100). A GOGC found different from it was set by someone else (a test, an
-	// operator's tool): the floor leaves that alone.
+	// percent is the GOGC the floor expects: what it set last, or Go's default. A GOGC found
+	// different from it was set by someone else (a test, an operator's tool): the floor leaves
+	// that alone.
 	percent int
 }
 
@@ -97,20 +99,14 @@ func armGCFloor() {
 // setGCPercentLocked sets GOGC to p unless someone other than the floor changed it since the
 // floor last set it, in which case their setting stays and the floor lets go of it.
 func setGCPercentLocked(p int) {
-	mine := gcFloor.percent
-	if mine == 0 {
-		mine = 100
-	}
-	if p == mine {
+	if p == gcFloor.percent {
 		return
 	}
-	if prev := debug.SetGCPercent(p); prev != mine {
+	if prev := debug.SetGCPercent(p); prev != gcFloor.percent {
+		// Someone else's: put it back, and expect Go's default again before acting.
 		debug.SetGCPercent(prev)
-		gcFloor.percent = 0
+		gcFloor.percent = 100
 		return
 	}
 	gcFloor.percent = p
-	if p == 100 {
-		gcFloor.percent = 0
-	}
 }

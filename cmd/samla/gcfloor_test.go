@@ -61,6 +61,21 @@ func collectUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// withoutOperatorGC runs the test as a process started without GOGC or GOMEMLIMIT, at Go's
+// default GOGC, which it restores at the end.
+func withoutOperatorGC(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+}
+
+// collectUntilRaised runs collections until the floor has raised GOGC.
+func collectUntilRaised(t *testing.T) {
+	t.Helper()
+	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
+}
+
 // collectAFew runs a few collections, each letting the floor's finalizer run.
 func collectAFew() {
 	for range 3 {
@@ -73,13 +88,11 @@ func collectAFew() {
 // heap; it stays raised while any service that started it runs (a process may run several),
 // and once the last stops, Go's default is back and no later collection changes it.
 func TestGCFloorAdjustsAfterACollectionAndStopsWithTheLastService(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	withoutOperatorGC(t)
 	stopFirst, stopSecond := startGCFloor(), startGCFloor()
 	defer stopSecond()
 	defer stopFirst()
-	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
+	collectUntilRaised(t)
 	stopFirst()
 	stopFirst() // a second stop of the same service changes nothing
 	collectAFew()
@@ -95,12 +108,10 @@ func TestGCFloorAdjustsAfterACollectionAndStopsWithTheLastService(t *testing.T) 
 // A GOGC someone else set while the floor runs (a test, a tool) is theirs: the floor neither
 // overwrites it after a collection nor resets it when it stops.
 func TestGCFloorLeavesAnotherSettingAlone(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	withoutOperatorGC(t)
 	stop := startGCFloor()
 	defer stop()
-	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
+	collectUntilRaised(t)
 	debug.SetGCPercent(50)
 	collectAFew()
 	wantGOGC(t, 50, "after collections, set beside the floor")

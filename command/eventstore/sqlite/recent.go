@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"math"
 	"sync"
 	"time"
 
@@ -130,12 +131,9 @@ func (r *recentEvents) trimLocked() {
 		r.dropLocked(len(r.events))
 		return
 	}
-	low := uint64(0)
-	firstCursor := true
+	low := uint64(math.MaxUint64)
 	for c := range r.cursors {
-		if firstCursor || c.after < low {
-			low, firstCursor = c.after, false
-		}
+		low = min(low, c.after)
 	}
 	first := r.events[0].Position
 	if low < first {
@@ -158,11 +156,17 @@ func (r *recentEvents) dropLocked(n int) {
 	r.events = r.events[n:]
 }
 
-// storedEnvelope is e as ReadAll reads it back once it is stored at stream/revision, position:
-// the time at the millisecond the column keeps, in UTC, and a payload of its own (the caller's
-// slice is not the store's to keep).
+// storedEnvelope is e, prepared by Append (storable), as ReadAll reads it back once it is
+// stored at stream/revision, position.
 func storedEnvelope(e eventschema.Envelope, stream string, revision, position uint64) eventschema.Envelope {
 	e.Stream, e.Revision, e.Position = stream, revision, position
+	return e
+}
+
+// storable is e as the file keeps it, for recentEvents: the time at the millisecond the column
+// keeps, in UTC, and a payload of its own (the caller's slice is not the store's to keep). Append
+// makes it in the caller's goroutine, off the single writer.
+func storable(e eventschema.Envelope) eventschema.Envelope {
 	e.OccurredAt = time.UnixMilli(e.OccurredAt.UnixMilli()).UTC()
 	e.Payload = bytes.Clone(e.Payload)
 	return e

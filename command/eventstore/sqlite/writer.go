@@ -31,10 +31,14 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if stream == "" {
 		return eventstore.AppendResult{}, errors.New("append: empty stream name")
 	}
-	// Validating in the caller's goroutine keeps that work off the single writer.
+	// Validating in the caller's goroutine keeps that work off the single writer, and so does
+	// making the events what the file will hold, for the subscriptions' window (recentEvents).
 	evs, err := eventstore.PrepareEvents(events)
 	if err != nil {
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, err)
+	}
+	for i := range evs {
+		evs[i] = storable(evs[i])
 	}
 	if s.isClosing() {
 		return eventstore.AppendResult{}, fmt.Errorf("append to %s: %w", stream, ErrClosed)
@@ -199,7 +203,7 @@ type batchTx struct {
 }
 
 // keptEvents are a group commit's inserted events for recentEvents, up to its caps: a batch
-// past them (overflow) is not kept at all, rather than copied whole and mostly dropped.
+// past them (overflow) is not kept at all.
 type keptEvents struct {
 	events   []eventschema.Envelope
 	bytes    int
@@ -220,25 +224,39 @@ func (w batchTx) keep(e eventschema.Envelope, stream string, revision, position 
 	k.bytes += len(e.Payload)
 }
 
+// kept is how many events w has kept so far, for undoKept.
+func (w batchTx) kept() int {
+	if w.stored == nil {
+		return 0
+	}
+	return len(w.stored.events)
+}
+
+// undoKept forgets the events kept after the first n: their inserts were rolled back.
+func (w batchTx) undoKept(n int) {
+	k := w.stored
+	if k == nil || k.overflow { // an overflow keeps nothing of the batch anyway
+		return
+	}
+	for _, e := range k.events[n:] {
+		k.bytes -= len(e.Payload)
+	}
+	k.events = k.events[:n]
+}
+
 // applyInSavepoint returns the request's outcome, or an error when the transaction itself is
 // broken and the whole batch must fail.
 func (w batchTx) applyInSavepoint(ctx context.Context, r *appendRequest) (appendOutcome, error) {
 	if _, err := w.savepoint.ExecContext(ctx); err != nil {
 		return appendOutcome{}, fmt.Errorf("savepoint: %w", err)
 	}
-	var kept keptEvents
-	if w.stored != nil {
-		kept = *w.stored
-	}
+	kept := w.kept()
 	res, err := w.apply(ctx, r)
 	if err != nil {
 		if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
 			return appendOutcome{}, fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)
 		}
-		if w.stored != nil && !w.stored.overflow {
-			// Its inserts are undone. (An overflow keeps nothing of the batch anyway.)
-			w.stored.events, w.stored.bytes = w.stored.events[:len(kept.events)], kept.bytes
-		}
+		w.undoKept(kept)
 	}
 	if _, rerr := w.release.ExecContext(ctx); rerr != nil {
 		return appendOutcome{}, fmt.Errorf("release savepoint: %w", rerr)
