@@ -198,34 +198,50 @@ func TestListenerConnectionGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + svc.OpsAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	scrape := func() string {
+		res, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + svc.OpsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(body)
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := scrape()
 	for _, want := range []string{
 		`samla_listener_connections_max{budget="public"} 50`,
 		`samla_listener_connections_max{budget="ops"} 64`,
 		`samla_listener_connections_max{budget="sandbox"} 1024`,
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 	// The idle connection to the API and the scrape itself on ops, each beside the slot its
-	// listener's waiting Accept holds ahead.
-	for _, want := range []string{`samla_listener_connections{budget="public"} `, `samla_listener_connections{budget="ops"} `} {
-		i := strings.Index(string(body), want)
+	// listener's waiting Accept holds ahead. The dial returns once the kernel has the
+	// connection, which the server's Accept may take a moment later: scrape until it has.
+	held := func(body, gauge string) int {
+		i := strings.Index(body, gauge)
 		if i < 0 {
-			t.Fatalf("/metrics lacks %s", want)
+			t.Fatalf("/metrics lacks %s", gauge)
 		}
 		var n int
-		if _, err := fmt.Sscan(string(body[i+len(want):]), &n); err != nil || n < 2 {
-			t.Errorf("%s%d (%v), want at least 2", want, n, err)
+		if _, err := fmt.Sscan(body[i+len(gauge):], &n); err != nil {
+			t.Fatalf("%s: %v", gauge, err)
+		}
+		return n
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, gauge := range []string{`samla_listener_connections{budget="public"} `, `samla_listener_connections{budget="ops"} `} {
+		for n := held(body, gauge); n < 2; n = held(body, gauge) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s%d after 5 s, want at least 2", gauge, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+			body = scrape()
 		}
 	}
 }
