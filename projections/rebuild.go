@@ -34,16 +34,22 @@ type HeadPositioner interface {
 // RebuildBatchSize is how many events a rebuild reads and hands to the projectors at once on
 // SQLite, and ClickHouseRebuildBatchSize on ClickHouse. At 1000 a rebuild's profile was
 // per-batch overhead (a read-model transaction, a GetMany, a ClickHouse INSERT and its revision
-// lookups); from 5000 on SQLite it is the folding and writing of rows. ClickHouse answers each
-// batch's GetMany and revision lookups with a FINAL scan, so fewer, larger batches went 11k ->
-// 17k events/s there (5000 -> 20000). A few batches in flight stay well under 100 MB.
+// lookups). ClickHouse answers each batch's GetMany and revision lookups with a FINAL scan, so
+// fewer, larger batches went 11k -> 17k events/s there (5000 -> 20000, and 10000 is slower
+// still). On SQLite, where that overhead is small, batches of 10000 were chosen in
+// BenchmarkRebuild, which rebuilds again and again in one process; but `samla projections
+// rebuild` is a process of its own that touches every page of its heap for the first time, and
+// each batch in flight (a few per stage) grows the heap the collector lets it reach. A perf
+// profile of the command found a seventh of its CPU in the kernel's page faults (182k of them,
+// 760 MB resident for 167k events). With 2500 it took 7.7 against 11 CPU-s, 210 against 760
+// MB, and ran at 36–41k against 27–29k events/s, alternating on this 2-core VM.
 const (
-	RebuildBatchSize           = 10000
+	RebuildBatchSize           = 2500
 	ClickHouseRebuildBatchSize = 20000
 )
 
-// rebuildGCPercent is GOGC while a rebuild runs.
-const rebuildGCPercent = 400
+// rebuildGCPercent is GOGC while a rebuild runs: see RebuildWith.
+const rebuildGCPercent = 150
 
 // RebuildOptions tune a rebuild; the zero value is the default.
 type RebuildOptions struct {
@@ -101,8 +107,11 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 		size = RebuildBatchSize
 	}
 	// A rebuild allocates envelopes, decoded events and rows by the gigabyte, all short-lived;
-	// at the default GOGC the collector ran every few batches and took a tenth of the CPU.
-	// The live heap stays a few batches, so trading memory for fewer cycles is cheap here.
+	// at the default GOGC the collector ran every few batches and took a tenth of the CPU. Not
+	// much more, though: every byte the heap grows by is a page the kernel faults in once, and
+	// at 400 (a heap goal of 5x the batches in flight) the faults cost more than the cycles
+	// saved. With ClickHouse (batches of 20000), 150 against 400 in alternating runs of 167k
+	// events: 20-40 % more events a second and 0.76-0.80 GB resident against 1.2-1.4 GB.
 	defer debug.SetGCPercent(debug.SetGCPercent(rebuildGCPercent))
 	start := time.Now()
 	var head uint64
