@@ -397,30 +397,38 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 
 	// 1. N collections, polled once a second until final, as a client polls: completed
 	// collections per CPU-second of the samla process (sandbox companies included; with
-	// ClickHouse, the ClickHouse server's CPU is not counted). A round of -warm collections goes
-	// first: a process just started pays once for what later collections find ready (its heap
-	// grown to the collector's floor page by page, the connections to the sandbox, prepared
-	// statements, code run for the first time); the first 100 took 1.2–1.5× the CPU a
-	// collection of the 200 after them took. Both rounds are reported; the row's figure is the
-	// warm one, a running service's.
+	// ClickHouse, the ClickHouse server's CPU is not counted). Three rounds:
+	//   - -warm collections right after start (cold): a process just started pays once for what
+	//     later collections find ready (its heap grown to the collector's floor page by page,
+	//     the connections to the sandbox, prepared statements, code run for the first time);
+	//   - -n created over -c connections, as a client system creates them for its users at
+	//     once: the row's figure;
+	//   - -n created one after another over one connection, which leaves every stage of the
+	//     pipeline less to batch (each group commit, publish and read-model transaction takes
+	//     what arrived together), so each collection costs more CPU.
 	var cold *round
 	if c.warm > 0 {
-		c.logf("samla (%s): warm-up: creating %d collections, awaiting them until final", kind, c.warm)
-		r, err := completedRound(ctx, c, in, cl, c.warm)
+		c.logf("samla (%s): warm-up: creating %d collections over %d connections, awaiting them until final", kind, c.warm, c.conc)
+		r, err := completedRound(ctx, c, in, c.warm, c.conc)
 		if err != nil {
 			return nil, err
 		}
 		cold = &r
 	}
-	c.logf("samla (%s): creating %d collections, awaiting them until final", kind, c.collections)
+	c.logf("samla (%s): creating %d collections over %d connections, awaiting them until final", kind, c.collections, c.conc)
 	stopProfile := profile(ctx, c, in, "cpu-completed-"+strings.ToLower(kind), c.completedProfile)
-	warm, err := completedRound(ctx, c, in, cl, c.collections)
-	stopProfile() // before the status poll, which it would otherwise count in part
+	together, err := completedRound(ctx, c, in, c.collections, c.conc)
+	stopProfile() // before the next round and the status poll, which it would otherwise count in part
 	if err != nil {
 		return nil, err
 	}
-	rows = append(rows, cpuRow(kind, warm, cold))
-	items := warm.items
+	c.logf("samla (%s): creating %d collections one after another, awaiting them until final", kind, c.collections)
+	serial, err := completedRound(ctx, c, in, c.collections, 1)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, cpuRow(kind, c.conc, together, serial, cold))
+	items := together.items
 
 	ids := make([]string, len(items))
 	for i, t := range items {
@@ -482,22 +490,24 @@ type round struct {
 	wall, cpu time.Duration
 }
 
-// completedRound creates n collections, awaits them until final (polled once a second) and
-// answers how many completed and the samla process's CPU time meanwhile.
-func completedRound(ctx context.Context, c config, in *instance, cl *http.Client, n int) (round, error) {
+// completedRound creates n collections over conns connections (one after another when 1),
+// awaits them until final (polled once a second) and answers how many completed and the samla
+// process's CPU time meanwhile.
+func completedRound(ctx context.Context, c config, in *instance, n, conns int) (round, error) {
 	cpu0, err := cpuTime(in.p.pid(), c.clkTck)
 	if err != nil {
 		return round{}, err
 	}
 	t0 := time.Now()
-	items := make([]*tracked, 0, n)
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		id, err := create(cl, in.base, in.key)
-		if err != nil {
-			return round{}, in.p.withLog(err)
-		}
-		items = append(items, &tracked{id: id, started: time.Now()})
+	ids, err := createMany(ctx, in.base, in.key, personaCompletes, n, conns)
+	if err != nil {
+		return round{}, in.p.withLog(err)
 	}
+	items := make([]*tracked, len(ids))
+	for i, id := range ids {
+		items[i] = &tracked{id: id, started: t0}
+	}
+	cl := &http.Client{Timeout: 10 * time.Second}
 	pending := track(ctx, cl, in.base, in.key, items, time.Second, c.finalTimeout)
 	cpu1, err := cpuTime(in.p.pid(), c.clkTck)
 	if err != nil {
@@ -520,11 +530,12 @@ func (r round) String() string {
 		float64(r.completed)/r.cpu.Seconds(), r.completed, len(r.items), r.wall.Seconds(), r.cpu.Seconds())
 }
 
-// cpuRow is the row of a warm round, with the cold round before it when there was one.
-func cpuRow(kind string, warm round, cold *round) row {
-	v := warm.String()
+// cpuRow is the row of the round created over conns connections, with the round created one
+// after another and the cold round (when there was one) beside it.
+func cpuRow(kind string, conns int, together, serial round, cold *round) row {
+	v := fmt.Sprintf("%s over %d connections; one after another: %s", together, conns, serial)
 	if cold != nil {
-		v += fmt.Sprintf("; cold, the first %d after start: %s", len(cold.items), cold.String())
+		v += fmt.Sprintf("; cold, the first %d after start: %s", len(cold.items), cold)
 	}
 	return row{"completed collections per CPU-second (" + kind + ")", v, "—", "goal: ≥ 4× today (50–100): ≥ 200–400/CPU-s"}
 }
