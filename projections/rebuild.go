@@ -35,14 +35,15 @@ type HeadPositioner interface {
 // SQLite, and ClickHouseRebuildBatchSize on ClickHouse. At 1000 a rebuild's profile was
 // per-batch overhead (a read-model transaction, a GetMany, a ClickHouse INSERT and its revision
 // lookups). ClickHouse answers each batch's GetMany and revision lookups with a FINAL scan, so
-// fewer, larger batches went 11k -> 17k events/s there (5000 -> 20000, and 10000 is slower
-// still). On SQLite, where that overhead is small, batches of 10000 were chosen in
+// fewer, larger batches went 11k -> 17k events/s there (5000 -> 20000; 10000 was no faster).
+// On SQLite, where that overhead is small, batches of 10000 were chosen in
 // BenchmarkRebuild, which rebuilds again and again in one process; but `samla projections
 // rebuild` is a process of its own that touches every page of its heap for the first time, and
 // each batch in flight (a few per stage) grows the heap the collector lets it reach. A perf
 // profile of the command found a seventh of its CPU in the kernel's page faults (182k of them,
-// 760 MB resident for 167k events). With 2500 it took 7.7 against 11 CPU-s, 210 against 760
-// MB, and ran at 36–41k against 27–29k events/s, alternating on this 2-core VM.
+// 760 MB resident for 167k events). With 2500, GOGC 150 (RebuildWith) and 2 MiB page caches
+// (readdb.OpenSQLiteBulk) it took 7.7 against 11 CPU-s and 210 against 760 MB, and ran at
+// 31-41k against 21-31k events/s, alternating on this 2-core VM.
 const (
 	RebuildBatchSize           = 2500
 	ClickHouseRebuildBatchSize = 20000

@@ -77,7 +77,7 @@ func main() {
 	flag.IntVar(&c.conc, "c", 32, "concurrent keep-alive connections of the load generator")
 	flag.DurationVar(&c.dur, "d", 10*time.Second, "duration of each status-poll load")
 	flag.DurationVar(&c.postDur, "post-d", 5*time.Second, "duration of the POST /collections load")
-	flag.IntVar(&c.collections, "n", 200, "collections created and awaited until final (polled once a second, as a client does) for completed collections per CPU-second, then polled by the status-poll load")
+	flag.IntVar(&c.collections, "n", 200, "collections of each measured round of completed collections per CPU-second (created over -c connections, then as many one after another; awaited until final, polled once a second as a client does); the first round's are then polled by the status-poll load")
 	flag.IntVar(&c.warm, "warm", 100, "collections created and awaited until final right after start, before the measured -n (0: none); their CPU-s are reported as the cold figure")
 	flag.IntVar(&c.visible, "visible", 300, "sequential POSTs timed from 201 to the first 200 of the status poll")
 	flag.BoolVar(&c.clickhouse, "clickhouse", os.Getenv("SAMLA_CLICKHOUSE_DSN") != "", "also run samla with SAMLA_CLICKHOUSE_DSN (default: when it is set)")
@@ -483,7 +483,7 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 	return rows, ctx.Err()
 }
 
-// round is one round of collections created one after another and awaited until final.
+// round is one round of collections created and awaited until final.
 type round struct {
 	items     []*tracked
 	completed int
@@ -505,6 +505,7 @@ func completedRound(ctx context.Context, c config, in *instance, n, conns int) (
 	}
 	items := make([]*tracked, len(ids))
 	for i, id := range ids {
+		// started is the round's start, not the 201's: this row times no collection.
 		items[i] = &tracked{id: id, started: t0}
 	}
 	cl := &http.Client{Timeout: 10 * time.Second}
