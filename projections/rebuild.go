@@ -42,8 +42,9 @@ type HeadPositioner interface {
 // each batch in flight (a few per stage) grows the heap the collector lets it reach. A perf
 // profile of the command found a seventh of its CPU in the kernel's page faults (182k of them,
 // 760 MB resident for 167k events). With 2500, GOGC 150 (RebuildWith) and 2 MiB page caches
-// (readdb.OpenSQLiteBulk) it took 7.7 against 11 CPU-s and 210 against 760 MB, and ran at
-// 31-41k against 21-31k events/s, alternating on this 2-core VM.
+// (readdb.OpenSQLiteBulk) it took 46k faults and 210 MB, and ran 20-30 % faster in runs
+// alternating with the old settings on this 2-core VM: 27-30k against 21-24k events/s in a
+// busy hour, 31-41k against 27-31k in a quiet one.
 const (
 	RebuildBatchSize           = 2500
 	ClickHouseRebuildBatchSize = 20000
@@ -112,7 +113,7 @@ func RebuildWith(ctx context.Context, reader EventReader, models *ReadModels, op
 	// much more, though: every byte the heap grows by is a page the kernel faults in once, and
 	// at 400 (a heap goal of 5x the batches in flight) the faults cost more than the cycles
 	// saved. With ClickHouse (batches of 20000), 150 against 400 in alternating runs of 167k
-	// events: 20-40 % more events a second and 0.76-0.80 GB resident against 1.2-1.4 GB.
+	// events: 23k against 19k events/s and 0.76-0.79 GB resident against 1.2-1.3 GB.
 	defer debug.SetGCPercent(debug.SetGCPercent(rebuildGCPercent))
 	start := time.Now()
 	var head uint64

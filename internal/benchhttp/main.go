@@ -77,14 +77,14 @@ func main() {
 	flag.IntVar(&c.conc, "c", 32, "concurrent keep-alive connections of the load generator")
 	flag.DurationVar(&c.dur, "d", 10*time.Second, "duration of each status-poll load")
 	flag.DurationVar(&c.postDur, "post-d", 5*time.Second, "duration of the POST /collections load")
-	flag.IntVar(&c.collections, "n", 200, "collections of each measured round of completed collections per CPU-second (created over -c connections, then as many one after another; awaited until final, polled once a second as a client does); the first round's are then polled by the status-poll load")
+	flag.IntVar(&c.collections, "n", 200, "collections of each measured round of completed collections per CPU-second (created over -c connections, then as many one after another; awaited until final, polled once a second as a client does); the round over -c connections is then polled by the status-poll load")
 	flag.IntVar(&c.warm, "warm", 100, "collections created and awaited until final right after start, before the measured -n (0: none); their CPU-s are reported as the cold figure")
 	flag.IntVar(&c.visible, "visible", 300, "sequential POSTs timed from 201 to the first 200 of the status poll")
 	flag.BoolVar(&c.clickhouse, "clickhouse", os.Getenv("SAMLA_CLICKHOUSE_DSN") != "", "also run samla with SAMLA_CLICKHOUSE_DSN (default: when it is set)")
 	flag.IntVar(&c.maxSamples, "max-samples", 20_000_000, "latency samples kept per load run")
 	flag.BoolVar(&c.verbose, "v", false, "print progress")
 	flag.DurationVar(&c.startTimeout, "start-timeout", 60*time.Second, "bound on a server becoming ready")
-	flag.DurationVar(&c.finalTimeout, "final-timeout", 120*time.Second, "bound on the N collections becoming final")
+	flag.DurationVar(&c.finalTimeout, "final-timeout", 120*time.Second, "bound on each round of collections becoming final")
 	flag.DurationVar(&c.visibleTimeoutEach, "visible-timeout", 5*time.Second, "bound on one collection becoming visible")
 	flag.BoolVar(&quick, "quick", false, "shorter run (about 2 minutes): -d 3s -post-d 2s -n 100 -warm 50 -visible 100 -mem-load 10s -mem-settle 15s -fair-a 600 -fair-b 10 -fair-timeout 20s; explicit flags win")
 	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: "+strings.Join(skippable, ", "))
@@ -118,6 +118,10 @@ func main() {
 	var err error
 	if c.skip, err = parseSkip(skip); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-http:", err)
+		os.Exit(2)
+	}
+	if c.collections < 1 || c.conc < 1 || c.warm < 0 || c.visible < 1 {
+		fmt.Fprintln(os.Stderr, "bench-http: -n, -c and -visible must be at least 1, -warm at least 0")
 		os.Exit(2)
 	}
 	if c.profileDir != "" {
@@ -493,15 +497,27 @@ type round struct {
 // completedRound creates n collections over conns connections (one after another when 1),
 // awaits them until final (polled once a second) and answers how many completed and the samla
 // process's CPU time meanwhile.
+//
+// It starts once samla is idle (settle): a round's CPU must not include what the pipeline still
+// does for the round before it, whose collections show final before every read model and the
+// collector are done with them.
 func completedRound(ctx context.Context, c config, in *instance, n, conns int) (round, error) {
+	if err := settle(ctx, c, in); err != nil {
+		return round{}, err
+	}
 	cpu0, err := cpuTime(in.p.pid(), c.clkTck)
 	if err != nil {
 		return round{}, err
 	}
 	t0 := time.Now()
 	ids, err := createMany(ctx, in.base, in.key, personaCompletes, n, conns)
-	if err != nil {
+	switch {
+	case ctx.Err() != nil:
+		return round{}, ctx.Err()
+	case err != nil:
 		return round{}, in.p.withLog(err)
+	case len(ids) != n:
+		return round{}, in.p.withLog(fmt.Errorf("created %d of %d collections", len(ids), n))
 	}
 	items := make([]*tracked, len(ids))
 	for i, id := range ids {
@@ -521,6 +537,39 @@ func completedRound(ctx context.Context, c config, in *instance, n, conns int) (
 		return round{}, in.p.withLog(fmt.Errorf("%d of %d collections not final after %s", pending, len(items), c.finalTimeout))
 	}
 	return round{items: items, completed: len(tookSorted(items, "COMPLETED")), wall: time.Since(t0), cpu: cpu1 - cpu0}, nil
+}
+
+// settleTick and settleBound: samla is idle once a settleTick adds at most settleIdle of CPU
+// time (an idle samla uses ~2.5 ms in 250 ms); a process that never gets there is measured
+// after settleBound anyway.
+const (
+	settleTick  = 250 * time.Millisecond
+	settleIdle  = 25 * time.Millisecond
+	settleBound = 15 * time.Second
+)
+
+// settle waits until samla is idle (settleTick), at most settleBound.
+func settle(ctx context.Context, c config, in *instance) error {
+	last, err := cpuTime(in.p.pid(), c.clkTck)
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(settleBound); time.Now().Before(deadline); {
+		sleep(ctx, settleTick)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		now, err := cpuTime(in.p.pid(), c.clkTck)
+		if err != nil {
+			return err
+		}
+		if now-last <= settleIdle {
+			return nil
+		}
+		last = now
+	}
+	c.logf("samla not idle after %s; measuring anyway", settleBound)
+	return nil
 }
 
 func (r round) String() string {

@@ -192,7 +192,8 @@ func EnsureClickHouseColumns(ctx context.Context, conn driver.Conn, table string
 // MemoLimit is the most rows a Memo, or keys a Written, keeps: past it the memo gives up and its
 // store reads the table again, so that a rebuild of a very large history is slower, never out of
 // memory. A million UUID keys alone measured 104 MB a store (two stores keep them, and a
-// rebuild runs with GOGC 400), so the bound is a quarter of that: 250,000 collections fit.
+// rebuild then ran with GOGC 400; 150 now), so the bound is a quarter of that: 250,000
+// collections fit.
 const MemoLimit = 250_000
 
 // Memo is what a ClickHouse store keeps of the rows it inserted into a table that was new and

@@ -248,7 +248,7 @@ func TestExecBulkInsideALargeRebuildTransaction(t *testing.T) {
 	blob := make([]byte, 1<<20)
 	started := time.Now()
 	err := readdb.InTx(ctx, db, func(tx *sql.Tx) error {
-		for n := range 24 { // past the bulk database's 16 MiB page cache
+		for n := range 24 { // past the bulk database's page cache (2 MiB)
 			if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (n, b) VALUES (?, ?)`, n, blob); err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ func FoldStreams[R any](ctx context.Context, batch []eventschema.Envelope,
 	apply func(key string, row R, exists bool, env eventschema.Envelope) (R, bool, error),
 ) ([]R, error) {
 	// The batch's events by index, not copied: an envelope is a dozen words, and a rebuild's
-	// batches are pages of ten thousand.
+	// batches are pages of thousands.
 	type keyed struct {
 		key string
 		i   int

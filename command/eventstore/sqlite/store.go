@@ -341,7 +341,7 @@ func (s *Store) HeadPosition(ctx context.Context) (uint64, error) {
 }
 
 // readAllRoom is how many envelopes ReadAll makes room for before it reads a page of limit: all
-// of them for a rebuild's pages (10,000 or 20,000: its slice no longer grows a dozen times), none
+// of them for a rebuild's pages (2,500 or 20,000: its slice no longer grows a dozen times), none
 // for smaller reads. A caught-up subscription asks for 500 after every commit and mostly finds
 // none or one: room for 500 envelopes (92 KB, zeroed) made each of its reads ten times dearer.
 func readAllRoom(limit int) int {
