@@ -495,12 +495,12 @@ type round struct {
 }
 
 // completedRound creates n collections over conns connections (one after another when 1),
-// awaits them until final (polled once a second) and answers how many completed and the samla
-// process's CPU time meanwhile.
+// awaits them until final (polled once a second) and answers how many completed, how long that
+// took and the samla process's CPU time for them.
 //
-// It starts once samla is idle (settle): a round's CPU must not include what the pipeline still
-// does for the round before it, whose collections show final before every read model and the
-// collector are done with them.
+// Its CPU time runs from an idle samla to an idle samla (settle), not to the poll that finds
+// the last collection final: the pipeline is still at work for the round then (read models,
+// the collector), and that work is the round's, not the next one's.
 func completedRound(ctx context.Context, c config, in *instance, n, conns int) (round, error) {
 	if err := settle(ctx, c, in); err != nil {
 		return round{}, err
@@ -526,22 +526,26 @@ func completedRound(ctx context.Context, c config, in *instance, n, conns int) (
 	}
 	cl := &http.Client{Timeout: 10 * time.Second}
 	pending := track(ctx, cl, in.base, in.key, items, time.Second, c.finalTimeout)
-	cpu1, err := cpuTime(in.p.pid(), c.clkTck)
-	if err != nil {
-		return round{}, in.p.withLog(err)
-	}
+	wall := time.Since(t0)
 	if ctx.Err() != nil {
 		return round{}, ctx.Err()
 	}
 	if pending > 0 {
 		return round{}, in.p.withLog(fmt.Errorf("%d of %d collections not final after %s", pending, len(items), c.finalTimeout))
 	}
-	return round{items: items, completed: len(tookSorted(items, "COMPLETED")), wall: time.Since(t0), cpu: cpu1 - cpu0}, nil
+	if err := settle(ctx, c, in); err != nil {
+		return round{}, err
+	}
+	cpu1, err := cpuTime(in.p.pid(), c.clkTck)
+	if err != nil {
+		return round{}, in.p.withLog(err)
+	}
+	return round{items: items, completed: len(tookSorted(items, "COMPLETED")), wall: wall, cpu: cpu1 - cpu0}, nil
 }
 
 // settleTick and settleBound: samla is idle once a settleTick adds at most settleIdle of CPU
-// time (an idle samla uses ~2.5 ms in 250 ms); a process that never gets there is measured
-// after settleBound anyway.
+// time (an idle samla uses ~2.5 ms in 250 ms, which the round's figure then includes once or
+// twice); a process that never gets there is measured after settleBound anyway.
 const (
 	settleTick  = 250 * time.Millisecond
 	settleIdle  = 25 * time.Millisecond
