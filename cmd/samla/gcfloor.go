@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 )
 
@@ -87,10 +86,8 @@ func armGCFloor() {
 			gcFloor.armed = false // stopped: the chain ends here
 			return
 		}
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			setGCPercentLocked(gcPercentFor(sample[0].Value.Uint64(), gcHeapFloor))
+		if live, ok := runtimeUint64("/gc/heap/live:bytes"); ok {
+			setGCPercentLocked(gcPercentFor(live, gcHeapFloor))
 		}
 		armGCFloor()
 	})

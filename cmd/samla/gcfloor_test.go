@@ -3,7 +3,6 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -32,12 +31,11 @@ func gogc(t *testing.T) uint64 { return runtimeMetric(t, "/gc/gogc:percent") }
 // runtimeMetric reads a uint64 metric of the runtime, skipping the test on a runtime without it.
 func runtimeMetric(t *testing.T, name string) uint64 {
 	t.Helper()
-	sample := []metrics.Sample{{Name: name}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
+	v, ok := runtimeUint64(name)
+	if !ok {
 		t.Skipf("this runtime has no %s", name)
 	}
-	return sample[0].Value.Uint64()
+	return v
 }
 
 // wantGOGC fails the test unless GOGC is want.
@@ -45,19 +43,6 @@ func wantGOGC(t *testing.T, want uint64, when string) {
 	t.Helper()
 	if got := gogc(t); got != want {
 		t.Fatalf("GOGC %d %s, want %d", got, when, want)
-	}
-}
-
-// collectUntil runs collections until cond holds, failing after 5 s.
-func collectUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: GOGC %d after collections for 5 s", what, gogc(t))
-		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -70,10 +55,17 @@ func withoutOperatorGC(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 }
 
-// collectUntilRaised runs collections until the floor has raised GOGC.
+// collectUntilRaised runs collections until the floor has raised GOGC, failing after 5 s.
 func collectUntilRaised(t *testing.T) {
 	t.Helper()
-	collectUntil(t, "floor started", func() bool { return gogc(t) > 100 })
+	deadline := time.Now().Add(5 * time.Second)
+	for gogc(t) <= 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after collections for 5 s, want the floor to raise it", gogc(t))
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // collectAFew runs a few collections, each letting the floor's finalizer run.

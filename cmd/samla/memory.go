@@ -53,13 +53,11 @@ type memoryReturner struct {
 // are freed, and a busy connection reads what it needs again (from the OS's file cache), so this
 // is done once the load is over, not under it.
 func (m *memoryReturner) check() {
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
+	allocs, ok := runtimeUint64("/gc/heap/allocs:bytes")
+	if !ok {
 		returnIdleMemory() // a runtime without the metric: every check, as if idle
 		return
 	}
-	allocs := sample[0].Value.Uint64()
 	idle := m.lastAllocs != 0 && allocs-m.lastAllocs < idleAllocLimit
 	m.lastAllocs = allocs
 	if !idle {
@@ -124,6 +122,16 @@ func returnIdleMemory() {
 	if free > idleHeapLimit || objects > live+idleGarbageLimit {
 		debug.FreeOSMemory()
 	}
+}
+
+// runtimeUint64 reads one of the runtime's uint64 metrics; ok is false on a runtime without it.
+func runtimeUint64(name string) (v uint64, ok bool) {
+	sample := []metrics.Sample{{Name: name}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0, false
+	}
+	return sample[0].Value.Uint64(), true
 }
 
 // every is a role that calls f every d until its context ends.

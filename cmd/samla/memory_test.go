@@ -12,11 +12,7 @@ import (
 // After a burst the free heap goes back to the operating system: a check with more than
 // idleHeapLimit free leaves at most that much.
 func TestReturnIdleMemoryReleasesTheFreeHeap(t *testing.T) {
-	free := func() uint64 {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
+	free := func() uint64 { return runtimeMetric(t, "/memory/classes/heap/free:bytes") }
 	burst := make([][]byte, 0, 256)
 	for range 256 {
 		burst = append(burst, make([]byte, 256<<10)) // 64 MiB in pieces, as a load leaves it
