@@ -12,6 +12,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -318,11 +319,9 @@ func benchBare(ctx context.Context, c config, tmp string) (*result, error) {
 		return nil, err
 	}
 	c.logf("bare Gin handler: status poll for %s", c.dur)
-	r := load(ctx, c, c.dur, func(i int) *http.Request {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/collections/ID/status", nil)
-		req.Header.Set("Authorization-token", "x")
-		return req
-	}, http.StatusOK)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/collections/ID/status", nil)
+	req.Header.Set("Authorization-token", "x")
+	r := load(ctx, c, c.dur, []*http.Request{req}, http.StatusOK)
 	return &r, nil
 }
 
@@ -442,11 +441,12 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 	// 2. The status poll, same load as the baseline.
 	c.logf("samla (%s): status poll for %s", kind, c.dur)
 	stopProfile = profile(ctx, c, in, "cpu-poll-"+strings.ToLower(kind), c.dur)
-	poll := load(ctx, c, c.dur, func(i int) *http.Request {
-		req, _ := http.NewRequest(http.MethodGet, base+"/collections/"+ids[i%len(ids)]+"/status", nil)
-		req.Header.Set("Authorization-token", key)
-		return req
-	}, http.StatusOK)
+	polls := make([]*http.Request, len(ids))
+	for i, id := range ids {
+		polls[i], _ = http.NewRequest(http.MethodGet, base+"/collections/"+id+"/status", nil)
+		polls[i].Header.Set("Authorization-token", key)
+	}
+	poll := load(ctx, c, c.dur, polls, http.StatusOK)
 	stopProfile()
 	bareCol, ratio := "—", "goal: ≥ 0.5× bare throughput, p99 ≤ 2× bare p99"
 	if bare != nil {
@@ -596,11 +596,9 @@ func cpuRow(kind string, conns int, together, serial round, cold *round) row {
 
 func postLoad(ctx context.Context, c config, base, key string, d time.Duration) result {
 	body := postBody()
-	return load(ctx, c, d, func(int) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, base+"/collections", strings.NewReader(string(body)))
-		setPostHeaders(req, key)
-		return req
-	}, http.StatusCreated)
+	req, _ := http.NewRequest(http.MethodPost, base+"/collections", bytes.NewReader(body))
+	setPostHeaders(req, key)
+	return load(ctx, c, d, []*http.Request{req}, http.StatusCreated)
 }
 
 // visible times n sequential POSTs from their 201 to the first status poll that answers 200, and
