@@ -70,7 +70,7 @@ func codeNote(r result) string {
 // latency is kept (up to maxSamples). Worker w sends reqs[w], reqs[w+c.conc], … round the list.
 // Answers other than want count in codes.
 //
-// The workers speak HTTP/1.1 on raw connections (rawExchange) rather than through net/http's
+// The workers speak HTTP/1.1 on raw connections ((*rawConn).exchange) rather than through net/http's
 // client, because the load generator shares the machine's two cores with the server it
 // measures: net/http's client (a read and a write goroutine per connection, a response object
 // and headers map per request) took about as much CPU as the bare Gin handler it loaded, and

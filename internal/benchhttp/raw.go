@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
+	"time"
 )
 
 // rawConn is one keep-alive HTTP/1.1 connection of the load generator: it writes a request
@@ -42,12 +44,33 @@ func (c *rawConn) Close() {
 
 var errMalformed = errors.New("malformed HTTP response")
 
-// exchange sends req (a whole HTTP/1.1 request) and reads the answer through its body. keep
-// tells whether the connection can carry another request.
+// exchange sends req (a whole HTTP/1.1 request) and reads the answer through its body, within
+// exchangeTimeout. keep tells whether the connection can carry another request.
 func (c *rawConn) exchange(req []byte) (code int, keep bool, err error) {
+	if err := c.conn.SetDeadline(time.Now().Add(exchangeTimeout)); err != nil {
+		return 0, false, fmt.Errorf("set deadline: %w", err)
+	}
 	if _, err := c.conn.Write(req); err != nil {
 		return 0, false, fmt.Errorf("write request: %w", err)
 	}
+	for {
+		code, keep, err = c.readResponse()
+		// An interim answer (100 Continue, 103 Early Hints) is followed by the final one.
+		if err != nil || code < 100 || code >= 200 {
+			return code, keep, err
+		}
+		if code == http.StatusSwitchingProtocols {
+			return 0, false, fmt.Errorf("101 Switching Protocols: %w", errMalformed)
+		}
+	}
+}
+
+// exchangeTimeout bounds one request and its answer, as net/http's client's Timeout did: a
+// request past it counts as an error.
+const exchangeTimeout = 10 * time.Second
+
+// readResponse reads one answer: status line, headers and body.
+func (c *rawConn) readResponse() (code int, keep bool, err error) {
 	line, err := c.br.ReadSlice('\n')
 	if err != nil {
 		return 0, false, fmt.Errorf("read status line: %w", err)
@@ -75,24 +98,29 @@ func (c *rawConn) exchange(req []byte) (code int, keep bool, err error) {
 		if !ok {
 			return 0, false, fmt.Errorf("header %q: %w", h, errMalformed)
 		}
-		value = bytes.TrimSpace(value)
 		switch {
 		case bytes.EqualFold(name, []byte("Content-Length")):
+			value = bytes.TrimSpace(value)
 			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil || length < 0 {
 				return 0, false, fmt.Errorf("Content-Length %q: %w", value, errMalformed)
 			}
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(value, []byte("chunked"))
+			// The last coding frames the body: "gzip, chunked" is chunked.
+			codings := bytes.Split(value, []byte(","))
+			chunked = bytes.EqualFold(bytes.TrimSpace(codings[len(codings)-1]), []byte("chunked"))
 		case bytes.EqualFold(name, []byte("Connection")):
-			if bytes.EqualFold(value, []byte("close")) {
-				keep = false
-			} else if bytes.EqualFold(value, []byte("keep-alive")) {
-				keep = true
+			for _, token := range bytes.Split(value, []byte(",")) {
+				switch token = bytes.TrimSpace(token); {
+				case bytes.EqualFold(token, []byte("close")):
+					keep = false
+				case bytes.EqualFold(token, []byte("keep-alive")):
+					keep = true
+				}
 			}
 		}
 	}
 	switch {
-	case code < 200 || code == 204 || code == 304:
+	case code < 200 || code == http.StatusNoContent || code == http.StatusNotModified:
 		return code, keep, nil
 	case chunked:
 		return code, keep, c.skipChunks()
@@ -132,8 +160,12 @@ func (c *rawConn) skipChunks() error {
 				}
 			}
 		}
-		if _, err := c.br.Discard(int(size) + 2); err != nil { // the chunk and its CRLF
+		if _, err := c.br.Discard(int(size)); err != nil {
 			return fmt.Errorf("read chunk: %w", err)
 		}
+		if crlf, err := c.br.Peek(2); err != nil || crlf[0] != '\r' || crlf[1] != '\n' {
+			return fmt.Errorf("end of chunk: %w", errors.Join(errMalformed, err))
+		}
+		_, _ = c.br.Discard(2)
 	}
 }
