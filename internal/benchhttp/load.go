@@ -70,13 +70,16 @@ func codeNote(r result) string {
 // latency is kept (up to maxSamples). Worker w sends reqs[w], reqs[w+c.conc], … round the list.
 // Answers other than want count in codes.
 //
-// The workers speak HTTP/1.1 on raw connections ((*rawConn).exchange) rather than through net/http's
-// client, because the load generator shares the machine's two cores with the server it
-// measures: net/http's client (a read and a write goroutine per connection, a response object
+// The workers speak HTTP/1.1 on raw connections ((*rawConn).exchange) rather than through
+// net/http's client, because the load generator shares the machine's two cores with the server
+// it measures: net/http's client (a read and a write goroutine per connection, a response object
 // and headers map per request) took about as much CPU as the bare Gin handler it loaded, and
 // the generator's CPU is CPU the server does not get. Against the bare handler it reached
 // 19.7k/s where wrk -t1 -c32 (the tool) reached 37–43k/s in the same hour.
 func load(ctx context.Context, c config, d time.Duration, reqs []*http.Request, want int) result {
+	if len(reqs) == 0 {
+		return result{errs: 1, codes: map[int]int{}}
+	}
 	wire := make([][]byte, len(reqs))
 	for i, req := range reqs {
 		var b bytes.Buffer
