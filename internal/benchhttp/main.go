@@ -388,12 +388,13 @@ func benchSamla(ctx context.Context, c config, tmp, kind string, env map[string]
 		return nil, "", err
 	}
 	defer in.p.stop()
-	rows, err = measureSamla(ctx, c, in, kind, bare)
+	rows, err = measureSamla(ctx, c, in, kind, env["SAMLA_CLICKHOUSE_DSN"], bare)
 	in.p.stop()
 	return rows, in.data, err
 }
 
-func measureSamla(ctx context.Context, c config, in *instance, kind string, bare *result) ([]row, error) {
+// measureSamla measures in; dsn is its ClickHouse read models' (empty: SQLite).
+func measureSamla(ctx context.Context, c config, in *instance, kind, dsn string, bare *result) ([]row, error) {
 	base, key := in.base, in.key
 	cl := &http.Client{Timeout: 10 * time.Second}
 	var rows []row
@@ -438,7 +439,16 @@ func measureSamla(ctx context.Context, c config, in *instance, kind string, bare
 		ids[i] = t.id
 	}
 
-	// 2. The status poll, same load as the baseline.
+	// 2. The status poll, same load as the baseline. samla is idle (the round settled); the
+	// ClickHouse server may still be merging the parts the rounds inserted, for some seconds and
+	// with more than a core of the two the poll shares: the poll, which samla answers from
+	// memory, starts once those merges are done too, as it starts once samla is idle. In a
+	// distributed deployment the server has cores of its own.
+	if dsn != "" {
+		if err := settleClickHouse(ctx, c, dsn); err != nil {
+			return rows, err
+		}
+	}
 	c.logf("samla (%s): status poll for %s", kind, c.dur)
 	stopProfile = profile(ctx, c, in, "cpu-poll-"+strings.ToLower(kind), c.dur)
 	polls := make([]*http.Request, len(ids))

@@ -149,6 +149,36 @@ func countClickHouseRows(ctx context.Context, dsn string) (int64, error) {
 	return int64(n), nil
 }
 
+// settleClickHouse waits until the ClickHouse server behind dsn runs no merge (two readings a
+// settleTick apart), at most settleBound.
+func settleClickHouse(ctx context.Context, c config, dsn string) error {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return fmt.Errorf("SAMLA_CLICKHOUSE_DSN: %w", err)
+	}
+	db := clickhouse.OpenDB(opts)
+	defer db.Close()
+	quiet := 0
+	for deadline := time.Now().Add(settleBound); time.Now().Before(deadline); {
+		var merges uint64
+		if err := db.QueryRowContext(ctx, "SELECT count() FROM system.merges").Scan(&merges); err != nil {
+			return fmt.Errorf("read ClickHouse's running merges: %w", err)
+		}
+		if quiet = quiet + 1; merges > 0 {
+			quiet = 0
+		}
+		if quiet == 2 {
+			return nil
+		}
+		sleep(ctx, settleTick)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	c.logf("ClickHouse still merging after %s; measuring anyway", settleBound)
+	return nil
+}
+
 func tail(s string) string {
 	if len(s) > 2000 {
 		s = s[len(s)-2000:]
