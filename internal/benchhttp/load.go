@@ -109,11 +109,13 @@ func load(ctx context.Context, c config, d time.Duration, reqs []*http.Request, 
 			r.codes = map[int]int{}
 			r.lat = make([]time.Duration, 0, 1<<14)
 			var conn *rawConn
-			defer func() {
+			drop := func() {
 				if conn != nil {
 					conn.Close()
+					conn = nil
 				}
-			}()
+			}
+			defer drop()
 			for i := w; ctx.Err() == nil; i += c.conc {
 				if conn == nil {
 					var err error
@@ -128,8 +130,7 @@ func load(ctx context.Context, c config, d time.Duration, reqs []*http.Request, 
 				t0 := time.Now()
 				code, keep, err := conn.exchange(wire[i%len(wire)])
 				if err != nil {
-					conn.Close()
-					conn = nil
+					drop()
 					if ctx.Err() == nil {
 						r.errs++
 					}
@@ -137,8 +138,7 @@ func load(ctx context.Context, c config, d time.Duration, reqs []*http.Request, 
 				}
 				lat := time.Since(t0)
 				if !keep {
-					conn.Close()
-					conn = nil
+					drop()
 				}
 				r.n++
 				if code != want {

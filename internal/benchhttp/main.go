@@ -568,21 +568,54 @@ func settle(ctx context.Context, c config, in *instance) error {
 	if err != nil {
 		return err
 	}
+	return waitIdle(ctx, c, "samla", func() (bool, error) {
+		now, err := cpuTime(in.p.pid(), c.clkTck)
+		if err != nil {
+			return false, err
+		}
+		idle := now-last <= settleIdle
+		last = now
+		return idle, nil
+	})
+}
+
+// settleClickHouse waits until the ClickHouse server behind dsn runs no merge in two readings
+// a settleTick apart, at most settleBound.
+func settleClickHouse(ctx context.Context, c config, dsn string) error {
+	db, err := openClickHouse(dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	quiet := 0
+	return waitIdle(ctx, c, "ClickHouse", func() (bool, error) {
+		var merges uint64
+		if err := db.QueryRowContext(ctx, "SELECT count() FROM system.merges").Scan(&merges); err != nil {
+			return false, fmt.Errorf("read ClickHouse's running merges: %w", err)
+		}
+		if merges > 0 {
+			quiet = 0
+			return false, nil
+		}
+		quiet++
+		return quiet >= 2, nil
+	})
+}
+
+// waitIdle asks idle every settleTick until it answers true, at most settleBound; what names
+// the process waited for when the bound passes.
+func waitIdle(ctx context.Context, c config, what string, idle func() (bool, error)) error {
 	for deadline := time.Now().Add(settleBound); time.Now().Before(deadline); {
 		sleep(ctx, settleTick)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		now, err := cpuTime(in.p.pid(), c.clkTck)
-		if err != nil {
+		done, err := idle()
+		if err != nil || done {
 			return err
 		}
-		if now-last <= settleIdle {
-			return nil
-		}
-		last = now
 	}
-	c.logf("samla not idle after %s; measuring anyway", settleBound)
+	c.logf("%s not idle after %s; measuring anyway", what, settleBound)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -243,5 +244,27 @@ func TestParseCounts(t *testing.T) {
 		if got, err := parseCounts(bad); err == nil {
 			t.Fatalf("parseCounts(%q) = %v, want an error", bad, got)
 		}
+	}
+}
+
+// waitIdle returns once its probe answers idle, or with the probe's error, without waiting out
+// its bound.
+func TestWaitIdleStopsAtTheFirstIdleAnswerOrError(t *testing.T) {
+	calls := 0
+	err := waitIdle(context.Background(), config{}, "test", func() (bool, error) {
+		calls++
+		return calls == 3, nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("err %v after %d probes, want nil after 3", err, calls)
+	}
+	broken := errors.New("probe broken")
+	calls = 0
+	err = waitIdle(context.Background(), config{}, "test", func() (bool, error) {
+		calls++
+		return false, broken
+	})
+	if !errors.Is(err, broken) || calls != 1 {
+		t.Fatalf("err %v after %d probes, want the probe's error after 1", err, calls)
 	}
 }

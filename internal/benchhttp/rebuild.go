@@ -136,11 +136,10 @@ func countEvents(ctx context.Context, path string) (int64, error) {
 // database: what the rebuild wrote, less what a merge has already collapsed. (system.parts
 // rather than system.tables' total_rows, which ClickHouse before 19 lacks.)
 func countClickHouseRows(ctx context.Context, dsn string) (int64, error) {
-	opts, err := clickhouse.ParseDSN(dsn)
+	db, err := openClickHouse(dsn)
 	if err != nil {
-		return 0, fmt.Errorf("SAMLA_CLICKHOUSE_DSN: %w", err)
+		return 0, err
 	}
-	db := clickhouse.OpenDB(opts)
 	defer db.Close()
 	var n uint64
 	if err := db.QueryRowContext(ctx, "SELECT toUInt64(sum(rows)) FROM system.parts WHERE database = currentDatabase() AND active").Scan(&n); err != nil {
@@ -149,34 +148,13 @@ func countClickHouseRows(ctx context.Context, dsn string) (int64, error) {
 	return int64(n), nil
 }
 
-// settleClickHouse waits until the ClickHouse server behind dsn runs no merge (two readings a
-// settleTick apart), at most settleBound.
-func settleClickHouse(ctx context.Context, c config, dsn string) error {
+// openClickHouse opens the database of dsn (SAMLA_CLICKHOUSE_DSN) for the harness's own queries.
+func openClickHouse(dsn string) (*sql.DB, error) {
 	opts, err := clickhouse.ParseDSN(dsn)
 	if err != nil {
-		return fmt.Errorf("SAMLA_CLICKHOUSE_DSN: %w", err)
+		return nil, fmt.Errorf("SAMLA_CLICKHOUSE_DSN: %w", err)
 	}
-	db := clickhouse.OpenDB(opts)
-	defer db.Close()
-	quiet := 0
-	for deadline := time.Now().Add(settleBound); time.Now().Before(deadline); {
-		var merges uint64
-		if err := db.QueryRowContext(ctx, "SELECT count() FROM system.merges").Scan(&merges); err != nil {
-			return fmt.Errorf("read ClickHouse's running merges: %w", err)
-		}
-		if quiet = quiet + 1; merges > 0 {
-			quiet = 0
-		}
-		if quiet == 2 {
-			return nil
-		}
-		sleep(ctx, settleTick)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	c.logf("ClickHouse still merging after %s; measuring anyway", settleBound)
-	return nil
+	return clickhouse.OpenDB(opts), nil
 }
 
 func tail(s string) string {

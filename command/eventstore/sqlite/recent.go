@@ -65,7 +65,7 @@ func (r *recentEvents) unsubscribe(c *recentCursor) {
 }
 
 // committed takes the events a commit wrote, in position order. Stored must be the envelopes
-// as the file now holds them (see storedEnvelope).
+// as the file now holds them (storable, at their stream, revision and position).
 func (r *recentEvents) committed(stored []eventschema.Envelope) {
 	if len(stored) == 0 {
 		return
@@ -154,13 +154,6 @@ func (r *recentEvents) dropLocked(n int) {
 	}
 	clear(r.events[:n])
 	r.events = r.events[n:]
-}
-
-// storedEnvelope is e, prepared by Append (storable), as ReadAll reads it back once it is
-// stored at stream/revision, position.
-func storedEnvelope(e eventschema.Envelope, stream string, revision, position uint64) eventschema.Envelope {
-	e.Stream, e.Revision, e.Position = stream, revision, position
-	return e
 }
 
 // storable is e as the file keeps it, for recentEvents: the time at the millisecond the column

@@ -210,7 +210,8 @@ type keptEvents struct {
 	overflow bool
 }
 
-// keep notes an inserted event for recentEvents.
+// keep notes an inserted event (storable: Append prepared it) for recentEvents, as ReadAll
+// reads it back from stream/revision, position.
 func (w batchTx) keep(e eventschema.Envelope, stream string, revision, position uint64) {
 	k := w.stored
 	if k == nil || k.overflow {
@@ -220,7 +221,8 @@ func (w batchTx) keep(e eventschema.Envelope, stream string, revision, position 
 		k.events, k.bytes, k.overflow = nil, 0, true
 		return
 	}
-	k.events = append(k.events, storedEnvelope(e, stream, revision, position))
+	e.Stream, e.Revision, e.Position = stream, revision, position
+	k.events = append(k.events, e)
 	k.bytes += len(e.Payload)
 }
 
